@@ -1,0 +1,122 @@
+"""Typed events a request emits for user interfaces (widgets, magics, traces).
+
+Every event crosses from the engine thread to a caller's thread, so each is a frozen, slotted
+dataclass; OpenAI JSON is built from them at the edge (``responses``), never passed around.
+A request's stream is: ``Started``, zero or more ``PrefillProgress``, then deltas
+(``ReasoningDelta``, ``ContentDelta``, ``ToolCall``, ``ParseProblem``, ``TokenLogprobs`` when
+logprobs were asked for), then ``Usage`` and ``Finished`` -- or ``Error`` at any point, which
+ends the stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+__all__ = [
+    "Started",
+    "PrefillProgress",
+    "ReasoningDelta",
+    "ContentDelta",
+    "ToolCall",
+    "ParseProblem",
+    "TokenLogprobs",
+    "Usage",
+    "Finished",
+    "Error",
+    "EngineEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The request was admitted and scheduled."""
+
+    request_id: str
+    prompt_tokens: int
+    cached_tokens: int
+    """Prompt tokens served from the prompt cache (not recomputed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillProgress:
+    """Prompt processing progress; ``processed`` counts prompt tokens done out of ``total``."""
+
+    processed: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ContentDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One complete tool call the model emitted."""
+
+    index: int
+    """Position among this reply's tool calls, from 0."""
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    text: str
+    """The raw markup the call was parsed from."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParseProblem:
+    """Output that looked like markup but did not parse; the raw text is kept, never lost."""
+
+    text: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprobs:
+    """One generated token with its log-probability and the top alternatives."""
+
+    token_id: int
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = field(default_factory=tuple)
+    """(token text, logprob) pairs, most likely first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts and timings; times in seconds, rates in tokens per second, memory in bytes."""
+
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    time_to_first_token: float
+    prefill_tokens_per_second: float
+    decode_tokens_per_second: float
+    peak_memory: int
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The request ended; ``reason`` is ``stop``, ``length``, ``tool_calls`` or ``cancelled``."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Error:
+    """The request failed; ``type`` follows OpenAI's error types."""
+
+    message: str
+    type: str = "server_error"
+
+
+EngineEvent = Union[
+    Started, PrefillProgress, ReasoningDelta, ContentDelta, ToolCall, ParseProblem,
+    TokenLogprobs, Usage, Finished, Error,
+]

@@ -1,0 +1,1 @@
+"""mlx-notebook: run and study local LLMs with MLX inside Jupyter."""
