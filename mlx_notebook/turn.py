@@ -1,0 +1,202 @@
+"""The result of one ``%%chat`` or ``%%complete`` cell: what was sent, what came back, how fast.
+
+A ``Turn`` is built on the cell's thread while the engine's events arrive, then handed to the
+display (the live ``ChatView`` and the static mimebundle) and returned to the user (``_``).
+It is mutable on purpose: the tool loop fills each call's ``result`` after the model asked
+for it, and the user may flip ``interrupted`` turns back into a session with ``keep``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Turn", "Round", "empty_usage", "empty_timings"]
+
+
+def empty_usage() -> dict:
+    return {"prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
+
+
+def empty_timings() -> dict:
+    return {
+        "time_to_first_token": None,
+        "prefill_tokens_per_second": None,
+        "decode_tokens_per_second": None,
+        "peak_memory": None,
+        "total_seconds": None,
+    }
+
+
+@dataclass(slots=True)
+class Round:
+    """One model call inside a turn; a tool loop makes one round per model reply.
+
+    ``request`` is the exact body of that call, ``tool_calls`` the calls the model made in
+    it (same dict shape as ``Turn.tool_calls``, results filled once the functions ran),
+    ``usage`` its token counts and ``finish_reason`` why the model stopped (``stop``,
+    ``length``, ``tool_calls``, ``cancelled``) or None when it failed.
+    """
+
+    request: dict
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[dict] = field(default_factory=list)
+    usage: dict = field(default_factory=empty_usage)
+    finish_reason: str | None = None
+
+    def messages(self) -> list[dict]:
+        """The assistant message and tool-result messages this round adds to a conversation."""
+        assistant: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            assistant["tool_calls"] = [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+                }
+                for call in self.tool_calls
+            ]
+        out = [assistant]
+        for call in self.tool_calls:
+            out.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"],
+                        "content": tool_message_content(call)})
+        return out
+
+
+def tool_message_content(call: dict) -> str:
+    """What the model reads back for a call: the result as text (JSON when it can be), or the error."""
+    if call.get("error") is not None:
+        return f"Error: {call['error']}"
+    result = call.get("result")
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result)
+    except (TypeError, ValueError):
+        return repr(result)
+
+
+@dataclass
+class Turn:
+    """One user message and everything the model did in reply.
+
+    ``content`` is the final answer (the last round's content), ``reasoning`` all rounds'
+    reasoning joined, ``tool_calls`` every call of every round, each
+    ``{"id", "name", "arguments": dict, "result": Any | None, "error": str | None}``.
+    ``usage`` (``prompt_tokens``, ``cached_tokens``, ``completion_tokens``) sums the rounds;
+    ``timings`` holds ``time_to_first_token`` and ``total_seconds`` (seconds),
+    ``prefill_tokens_per_second`` and ``decode_tokens_per_second`` (of the last round) and
+    ``peak_memory`` (bytes). ``request`` is the exact first body sent, ``chunks`` the raw
+    ``chat.completion.chunk`` dicts of every round in order, ``logprobs`` one
+    ``{"token", "logprob", "top_logprobs": [{"token", "logprob"}]}`` per generated token when
+    ``--tokens`` asked for them. ``interrupted`` turns are kept out of the session history
+    unless the user calls ``keep()``; ``error`` is the one-sentence failure, if any.
+    """
+
+    model: str
+    session: str
+    request: dict
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[dict] = field(default_factory=list)
+    usage: dict = field(default_factory=empty_usage)
+    timings: dict = field(default_factory=empty_timings)
+    finish_reason: str | None = None
+    chunks: list[dict] = field(default_factory=list)
+    logprobs: list[dict] | None = None
+    interrupted: bool = False
+    error: str | None = None
+    rounds: list[Round] = field(default_factory=list)
+    user_message: dict | None = field(default=None, repr=False)
+    """The user message this turn answered (None for ``%%complete``)."""
+    options: dict = field(default_factory=dict, repr=False)
+    """The flags the user set on the cell (after ``%mlx config`` defaults), for the record."""
+    kept: bool = field(default=False, repr=False)
+    _display_pending: bool = field(default=False, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        """The answer with an ``[interrupted]`` mark when the user stopped it."""
+        return self.content + (" [interrupted]" if self.interrupted else "")
+
+    @property
+    def in_history(self) -> bool:
+        """Whether the session sends this turn as history: complete turns, or kept ones."""
+        return (not self.interrupted and self.error is None) or self.kept
+
+    def messages(self) -> list[dict]:
+        """The messages this turn adds to its session: the user's, then every round's."""
+        out = [self.user_message] if self.user_message else []
+        for round_ in self.rounds:
+            out.extend(round_.messages())
+        return out
+
+    def metadata(self) -> dict:
+        """How this answer was produced, for the saved notebook's output metadata."""
+        return {
+            "model": self.model,
+            "session": self.session,
+            "options": dict(self.options),
+            "seed": self.request.get("seed"),
+            "usage": dict(self.usage),
+            "timings": dict(self.timings),
+            "finish_reason": self.finish_reason,
+            "interrupted": self.interrupted,
+        }
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(f"<Turn {self.session}: {self.summary()}>")
+
+    def summary(self) -> str:
+        """One line: finish reason and token counts, as shown under an answer."""
+        usage = self.usage
+        parts = [
+            f"{usage['prompt_tokens']} prompt tokens ({usage['cached_tokens']} cached)",
+            f"{usage['completion_tokens']} completion tokens",
+        ]
+        if self.tool_calls:
+            parts.append(f"{len(self.tool_calls)} tool call(s)")
+        total = self.timings.get("total_seconds")
+        if total is not None:
+            parts.append(f"{total:.2f} s")
+        reason = "interrupted" if self.interrupted else (self.error and "error") or self.finish_reason
+        return f"{reason}, " + ", ".join(parts)
+
+    def _ipython_display_(self) -> None:
+        # The cell that produced this turn already shows it live; the displayhook's
+        # automatic display of the cell's return value is skipped once, so the answer
+        # does not appear twice, while ``_`` still holds the turn and ``display(turn)``
+        # later shows it again.
+        if self._display_pending:
+            self._display_pending = False
+            return
+        from IPython.display import display
+
+        data, metadata = self._mimebundle()
+        display(data, metadata=metadata, raw=True)
+
+    def _mimebundle(self) -> tuple[dict, dict]:
+        try:
+            from .display import turn_mimebundle
+        except ImportError:  # the static display lands separately; plain text until then
+            return {"text/plain": self.plain_text()}, {"mlx_notebook": self.metadata()}
+        return turn_mimebundle(self)
+
+    def plain_text(self) -> str:
+        """The turn as a terminal shows it: reasoning, tool calls, answer, one summary line."""
+        lines = []
+        if self.reasoning:
+            lines.append(f"[thinking] {self.reasoning.strip()}")
+        for call in self.tool_calls:
+            outcome = f"error: {call['error']}" if call.get("error") else repr(call.get("result"))
+            lines.append(f"[tool] {call['name']}({json.dumps(call['arguments'])}) -> {outcome}")
+        lines.append(self.text)
+        if self.error:
+            lines.append(f"[error] {self.error}")
+        lines.append(f"[{self.summary()}]")
+        return "\n".join(lines)
