@@ -1,0 +1,235 @@
+"""DeepSeek-V4 DSML tool calls: the body between ``<｜DSML｜tool_calls>`` and its closing tag.
+
+Same surface as ``mlx_lm/tool_parsers/*.py`` (``tool_call_start``, ``tool_call_end``,
+``parse_tool_call``); mlx-lm 0.32 ships no DSML parser (its ``chat_templates/deepseek_v32.py``
+only encodes V3.2's ``function_calls`` block), so this one is ours, written as a scanner.
+
+A block as the model writes it (the markers use FULLWIDTH VERTICAL LINE U+FF5C)::
+
+    <｜DSML｜tool_calls>
+    <｜DSML｜invoke name="get_weather">
+    <｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>
+    <｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>
+    </｜DSML｜invoke>
+    <｜DSML｜invoke name="...">...</｜DSML｜invoke>
+    </｜DSML｜tool_calls>
+
+``string="true"`` values are raw text, kept verbatim (quotes, ``<``/``>``, JSON-looking text,
+newlines, surrounding spaces); ``string="false"`` values are JSON. Facts matched against:
+
+- deepseek-ai's reference encoder ``encoding/encoding_dsv4.py`` (shipped with the V4 model
+  repos), as copied in vllm-project/vllm ``vllm/tokenizers/deepseek_v4_encoding.py`` and
+  supermy/ds4rs ``encoding/encoding_dsv4.py``: ``parse_tool_calls`` / ``decode_dsml_to_arguments``
+  (string="true" values are JSON-quoted, string="false" values inserted as JSON literals).
+- vllm-project/vllm ``vllm/tool_parsers/deepseekv4_tool_parser.py`` (V4 = V3.2 grammar with the
+  ``tool_calls`` block name instead of ``function_calls``), ``deepseekv32_tool_parser.py`` and
+  ``tests/tool_parsers/test_deepseekv4_tool_parser.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call", "DSML_TOKEN"]
+
+DSML_TOKEN = "｜DSML｜"
+tool_call_start = f"<{DSML_TOKEN}tool_calls>"
+tool_call_end = f"</{DSML_TOKEN}tool_calls>"
+
+_INVOKE_OPEN = f"<{DSML_TOKEN}invoke"
+_INVOKE_CLOSE = f"</{DSML_TOKEN}invoke>"
+_PARAM_OPEN = f"<{DSML_TOKEN}parameter"
+_PARAM_CLOSE = f"</{DSML_TOKEN}parameter>"
+_WHITESPACE = " \t\r\n"
+
+
+def parse_tool_call(text: str, tools: list | None = None) -> list[dict[str, Any]]:
+    """Parse one DSML block body into ``[{"name": str, "arguments": dict}, ...]``.
+
+    ``text`` is what lies between the block markers (the markers themselves are tolerated).
+    ``tools`` (OpenAI tool schemas) only rescue a ``string="false"`` value that is not JSON
+    but whose schema type says what it is (a bare word for a string, ``True`` for a boolean).
+    Raises ValueError with one sentence when the markup is malformed or cut off.
+    """
+    body = _strip_block_markers(text)
+    calls: list[dict[str, Any]] = []
+    pos = _skip_space(body, 0)
+    while pos < len(body):
+        if not body.startswith(_INVOKE_OPEN, pos):
+            raise ValueError(
+                f"DSML tool call: expected {_INVOKE_OPEN!r} at offset {pos}, "
+                f"found {_excerpt(body, pos)!r}."
+            )
+        call, pos = _read_invoke(body, pos, tools)
+        calls.append(call)
+        pos = _skip_space(body, pos)
+    if not calls:
+        raise ValueError(f"DSML tool call: the block holds no {_INVOKE_OPEN!r} element.")
+    return calls
+
+
+def _strip_block_markers(text: str) -> str:
+    """Drop the outer markers when a caller passes the whole block (as vLLM's tests do)."""
+    body = text.strip(_WHITESPACE)
+    if body.startswith(tool_call_start):
+        body = body[len(tool_call_start) :]
+    if body.endswith(tool_call_end):
+        body = body[: -len(tool_call_end)]
+    return body
+
+
+def _read_invoke(body: str, pos: int, tools: list | None) -> tuple[dict[str, Any], int]:
+    """Read ``<｜DSML｜invoke name="..."> params </｜DSML｜invoke>`` starting at ``pos``."""
+    attrs, pos = _read_attributes(body, pos + len(_INVOKE_OPEN), "invoke")
+    name = attrs.get("name")
+    if not name:
+        raise ValueError("DSML tool call: an invoke element has no name attribute.")
+    schema = _parameter_schemas(tools, name)
+    arguments: dict[str, Any] = {}
+    while True:
+        pos = _skip_space(body, pos)
+        if body.startswith(_INVOKE_CLOSE, pos):
+            return {"name": name, "arguments": arguments}, pos + len(_INVOKE_CLOSE)
+        if not body.startswith(_PARAM_OPEN, pos):
+            if pos >= len(body):
+                raise ValueError(f"DSML tool call {name!r} is cut off before {_INVOKE_CLOSE!r}.")
+            raise ValueError(
+                f"DSML tool call {name!r}: expected a parameter or {_INVOKE_CLOSE!r}, "
+                f"found {_excerpt(body, pos)!r}."
+            )
+        key, value, pos = _read_parameter(body, pos, name, schema)
+        if key in arguments:
+            raise ValueError(f"DSML tool call {name!r} repeats parameter {key!r}.")
+        arguments[key] = value
+
+
+def _read_parameter(
+    body: str, pos: int, tool: str, schema: dict[str, Any]
+) -> tuple[str, Any, int]:
+    """Read one parameter element; return its name, decoded value and the offset after it."""
+    attrs, pos = _read_attributes(body, pos + len(_PARAM_OPEN), "parameter")
+    key = attrs.get("name")
+    if not key:
+        raise ValueError(f"DSML tool call {tool!r}: a parameter has no name attribute.")
+    end = body.find(_PARAM_CLOSE, pos)
+    if end == -1:
+        raise ValueError(f"DSML tool call {tool!r}: parameter {key!r} is never closed.")
+    raw = body[pos:end]
+    return key, _decode_value(raw, attrs.get("string"), tool, key, schema.get(key)), end + len(
+        _PARAM_CLOSE
+    )
+
+
+def _read_attributes(body: str, pos: int, element: str) -> tuple[dict[str, str], int]:
+    """Scan ``name="value"`` pairs up to the closing ``>``; return them and the offset after it."""
+    attrs: dict[str, str] = {}
+    while True:
+        start = pos
+        pos = _skip_space(body, pos)
+        if pos >= len(body):
+            raise ValueError(f"DSML tool call: a {element} tag is cut off.")
+        if body[pos] == ">":
+            return attrs, pos + 1
+        if pos == start:
+            # Attributes must be separated from the tag name and from each other.
+            raise ValueError(
+                f"DSML tool call: malformed {element} tag near {_excerpt(body, pos)!r}."
+            )
+        eq = body.find("=", pos)
+        if eq == -1 or eq + 1 >= len(body) or body[eq + 1] != '"':
+            raise ValueError(
+                f"DSML tool call: malformed {element} attribute near {_excerpt(body, pos)!r}."
+            )
+        attr = body[pos:eq].strip(_WHITESPACE)
+        close = body.find('"', eq + 2)
+        if close == -1 or not attr or any(c in attr for c in '<>"'):
+            raise ValueError(
+                f"DSML tool call: malformed {element} attribute near {_excerpt(body, pos)!r}."
+            )
+        attrs[attr] = body[eq + 2 : close]
+        pos = close + 1
+
+
+def _decode_value(raw: str, string: str | None, tool: str, key: str, schema: Any) -> Any:
+    """Decode one parameter value by its ``string`` attribute (schema only as a fallback)."""
+    if string == "true":
+        return raw
+    if string not in (None, "false"):
+        raise ValueError(
+            f'DSML tool call {tool!r}: parameter {key!r} has string="{string}", '
+            'expected "true" or "false".'
+        )
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        pass
+    rescued = _coerce_by_schema(raw.strip(_WHITESPACE), _schema_types(schema))
+    if rescued is not _NOT_COERCED:
+        return rescued
+    if string is None:
+        # No attribute at all: a bare word is most likely a string the model left unmarked.
+        return raw
+    raise ValueError(
+        f'DSML tool call {tool!r}: parameter {key!r} is marked string="false" '
+        f"but {_excerpt(raw, 0)!r} is not JSON."
+    )
+
+
+_NOT_COERCED = object()
+
+
+def _coerce_by_schema(value: str, types: set[str]) -> Any:
+    """Best-effort typed reading of a non-JSON value, in the order vLLM's coercion uses."""
+    if "null" in types and value.lower() in ("null", "none"):
+        return None
+    if "integer" in types:
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    if "number" in types:
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    if "boolean" in types and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if "string" in types:
+        return value
+    return _NOT_COERCED
+
+
+def _parameter_schemas(tools: list | None, name: str) -> dict[str, Any]:
+    """The ``properties`` of tool ``name`` in OpenAI-style ``tools`` (empty when unknown)."""
+    for tool in tools or ():
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function", tool)
+        if isinstance(function, dict) and function.get("name") == name:
+            params = function.get("parameters") or {}
+            props = params.get("properties") if isinstance(params, dict) else None
+            return props if isinstance(props, dict) else {}
+    return {}
+
+
+def _schema_types(schema: Any) -> set[str]:
+    """JSON-schema types a parameter allows (``type``, type lists, ``anyOf``/``oneOf``)."""
+    if not isinstance(schema, dict):
+        return set()
+    declared = schema.get("type")
+    types = {declared} if isinstance(declared, str) else set(declared or ())
+    for choice in ("anyOf", "oneOf"):
+        for option in schema.get(choice) or ():
+            types |= _schema_types(option)
+    return {t for t in types if isinstance(t, str)}
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _WHITESPACE:
+        pos += 1
+    return pos
+
+
+def _excerpt(text: str, pos: int, width: int = 40) -> str:
+    return text[pos : pos + width] if pos < len(text) else "<end of text>"
