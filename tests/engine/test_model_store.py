@@ -1,0 +1,168 @@
+"""The model store: every kind of spec, and the exact error a user sees for each bad one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import mlx.core as mx
+import pytest
+
+from mlx_notebook.engine.cli import main as cli_main
+from mlx_notebook.engine.errors import ModelStoreError
+from mlx_notebook.engine.model_store import fetch_default_gguf, resolve_model
+
+QUESTION = "What is the capital of France? Answer in one sentence."
+
+
+@pytest.fixture
+def empty_store(tmp_path, monkeypatch) -> Path:
+    store = tmp_path / "store"
+    monkeypatch.setenv("MLX_NOTEBOOK_CACHE", str(store))
+    return store
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf(smollm2_path) -> Path:
+    return fetch_default_gguf(progress=False)
+
+
+def _leftovers(store: Path) -> list[str]:
+    models = store / "models"
+    return sorted(p.name for p in models.iterdir()) if models.is_dir() else []
+
+
+def _greedy(model_dir: Path, messages, max_tokens=40, **template_kwargs) -> str:
+    import mlx_lm
+
+    model, tokenizer = mlx_lm.load(str(model_dir))
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, **template_kwargs)
+    return mlx_lm.generate(model, tokenizer, prompt, max_tokens=max_tokens)
+
+
+@pytest.mark.model
+def test_cli_fetch_of_the_default_alias_gives_a_directory_that_answers_paris(smollm2_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "mlx_notebook.engine.cli", "--quiet", "fetch", "smollm2-135m-instruct"],
+        capture_output=True, text=True, check=True,
+    )
+    model_dir = Path(done.stdout.strip().splitlines()[-1])
+    assert (model_dir / "config.json").is_file()
+    reply = _greedy(model_dir, [{"role": "user", "content": QUESTION}])
+    assert reply == "The capital of France is Paris."
+
+
+@pytest.mark.model
+def test_float32_import_answers_like_the_quantized_one(smollm2_path):
+    assert _greedy(smollm2_path, [{"role": "user", "content": QUESTION}]) == "The capital of France is Paris."
+
+
+@pytest.mark.model
+def test_a_gguf_file_is_imported_once_and_reused(empty_store, smollm2_gguf):
+    first = resolve_model(str(smollm2_gguf), dtype="bfloat16", progress=False)
+    stamp = (first / "model.safetensors").stat().st_mtime_ns
+    second = resolve_model(str(smollm2_gguf), dtype="bfloat16", progress=False)
+    assert first == second and (second / "model.safetensors").stat().st_mtime_ns == stamp
+    assert first.parent == empty_store / "models"
+    assert _leftovers(empty_store) == [first.name]
+
+
+@pytest.mark.model
+def test_cli_import_writes_to_a_chosen_directory(tmp_path, smollm2_gguf, capsys):
+    dest = tmp_path / "smol"
+    assert cli_main(["--quiet", "import", str(smollm2_gguf), str(dest)]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == str(dest)
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in dest.iterdir()}
+
+
+def test_a_local_mlx_directory_is_used_as_is(smollm2_path):
+    assert resolve_model(str(smollm2_path)) == smollm2_path
+
+
+@pytest.mark.model
+def test_a_repo_in_the_local_hugging_face_cache_resolves_offline(tmp_path, tiny_reasoner_path):
+    snapshot = tmp_path / "hub" / "models--acme--tiny" / "snapshots" / "0123abcd"
+    shutil.copytree(tiny_reasoner_path, snapshot)
+    (tmp_path / "hub" / "models--acme--tiny" / "refs").mkdir()
+    (tmp_path / "hub" / "models--acme--tiny" / "refs" / "main").write_text("0123abcd")
+    assert resolve_model("acme/tiny", hf_cache_dir=tmp_path / "hub") == snapshot
+
+
+def test_a_repo_not_in_the_local_cache_says_how_to_get_it(tmp_path):
+    with pytest.raises(ModelStoreError) as caught:
+        resolve_model("acme/missing", hf_cache_dir=tmp_path)
+    assert str(caught.value) == (
+        "acme/missing is not in the local Hugging Face cache; download it on a connected machine "
+        "with `hf download acme/missing` (or copy its cache folder here) and try again."
+    )
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("smollm3", "Unknown model 'smollm3': use an alias (smollm2-135m-instruct, tiny-reasoner), "
+                    "a .gguf file, an mlx-lm model directory or a Hugging Face repo id."),
+        ("./no/such/dir", "No such model directory: ./no/such/dir."),
+        ("missing.gguf", "No such GGUF file: missing.gguf."),
+    ],
+)
+def test_bad_specs_get_one_clear_sentence(empty_store, spec, message):
+    with pytest.raises(ModelStoreError) as caught:
+        resolve_model(spec)
+    assert str(caught.value) == message
+
+
+def test_a_directory_without_a_model_is_refused(tmp_path):
+    with pytest.raises(ModelStoreError, match=r"is not an mlx-lm model directory: it has no config.json\.$"):
+        resolve_model(str(tmp_path))
+
+
+def test_an_unknown_dtype_is_refused():
+    with pytest.raises(ModelStoreError) as caught:
+        resolve_model("tiny-reasoner", dtype="int3")
+    assert str(caught.value) == "Unknown import dtype 'int3': use one of keep, float32, bfloat16."
+
+
+def test_a_corrupt_gguf_leaves_nothing_in_the_cache(empty_store, tmp_path):
+    bad = tmp_path / "garbage.gguf"
+    bad.write_bytes(b"not a gguf file at all" * 100)
+    with pytest.raises(ModelStoreError) as caught:
+        resolve_model(str(bad), progress=False)
+    assert str(caught.value) == "Cannot read garbage.gguf: the GGUF file is corrupt or truncated ([load_gguf] gguf_init failed)."
+    assert _leftovers(empty_store) == []
+
+
+@pytest.mark.model
+def test_a_truncated_gguf_leaves_nothing_in_the_cache(empty_store, tmp_path, smollm2_gguf):
+    cut = tmp_path / "cut.gguf"
+    with open(smollm2_gguf, "rb") as src:
+        cut.write_bytes(src.read(5_000_000))
+    with pytest.raises(ModelStoreError, match=r"^Cannot read cut.gguf: the GGUF file is corrupt or truncated"):
+        resolve_model(str(cut), progress=False)
+    assert _leftovers(empty_store) == []
+
+
+def test_an_unsupported_architecture_is_named(empty_store, tmp_path):
+    gguf = tmp_path / "falcon.gguf"
+    mx.save_gguf(str(gguf), {"token_embd.weight": mx.zeros((4, 4))}, {"general.architecture": "falcon"})
+    with pytest.raises(ModelStoreError) as caught:
+        resolve_model(str(gguf), progress=False)
+    assert str(caught.value) == "Cannot import falcon.gguf: GGUF architecture 'falcon' is not supported (supported: llama)."
+    assert _leftovers(empty_store) == []
+
+
+def test_cli_reports_errors_in_one_line_and_fails(empty_store, capsys):
+    assert cli_main(["fetch", "nope"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mlx-notebook fetch: Unknown model 'nope'") and "\n" not in err
+
+
+@pytest.mark.model
+def test_cli_models_lists_what_is_cached_with_sizes(smollm2_path, capsys, monkeypatch):
+    monkeypatch.setenv("MLX_NOTEBOOK_CACHE", str(smollm2_path.parent.parent))
+    assert cli_main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert smollm2_path.name in out and "MiB" in out
