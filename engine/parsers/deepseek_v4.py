@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call", "DSML_TOKEN"]
+__all__ = ["DSML_TOKEN", "parse_tool_call", "tool_call_end", "tool_call_start"]
 
 DSML_TOKEN = "｜DSML｜"
 tool_call_start = f"<{DSML_TOKEN}tool_calls>"
@@ -65,17 +65,17 @@ def parse_tool_call(text: str, tools: list | None = None) -> list[dict[str, Any]
         calls.append(call)
         pos = _skip_space(body, pos)
     if not calls:
-        raise ValueError(f"DSML tool call: the block holds no {_INVOKE_OPEN!r} element.")
+        raise ValueError(
+            f"DSML tool call: the block holds no {_INVOKE_OPEN!r} element."
+        )
     return calls
 
 
 def _strip_block_markers(text: str) -> str:
     """Drop the outer markers when a caller passes the whole block (as vLLM's tests do)."""
     body = text.strip(_WHITESPACE)
-    if body.startswith(tool_call_start):
-        body = body[len(tool_call_start) :]
-    if body.endswith(tool_call_end):
-        body = body[: -len(tool_call_end)]
+    body = body.removeprefix(tool_call_start)
+    body = body.removesuffix(tool_call_end)
     return body
 
 
@@ -93,7 +93,9 @@ def _read_invoke(body: str, pos: int, tools: list | None) -> tuple[dict[str, Any
             return {"name": name, "arguments": arguments}, pos + len(_INVOKE_CLOSE)
         if not body.startswith(_PARAM_OPEN, pos):
             if pos >= len(body):
-                raise ValueError(f"DSML tool call {name!r} is cut off before {_INVOKE_CLOSE!r}.")
+                raise ValueError(
+                    f"DSML tool call {name!r} is cut off before {_INVOKE_CLOSE!r}."
+                )
             raise ValueError(
                 f"DSML tool call {name!r}: expected a parameter or {_INVOKE_CLOSE!r}, "
                 f"found {_excerpt(body, pos)!r}."
@@ -116,8 +118,10 @@ def _read_parameter(
     if end == -1:
         raise ValueError(f"DSML tool call {tool!r}: parameter {key!r} is never closed.")
     raw = body[pos:end]
-    return key, _decode_value(raw, attrs.get("string"), tool, key, schema.get(key)), end + len(
-        _PARAM_CLOSE
+    return (
+        key,
+        _decode_value(raw, attrs.get("string"), tool, key, schema.get(key)),
+        end + len(_PARAM_CLOSE),
     )
 
 
@@ -151,7 +155,9 @@ def _read_attributes(body: str, pos: int, element: str) -> tuple[dict[str, str],
         pos = close + 1
 
 
-def _decode_value(raw: str, string: str | None, tool: str, key: str, schema: Any) -> Any:
+def _decode_value(
+    raw: str, string: str | None, tool: str, key: str, schema: Any
+) -> Any:
     """Decode one parameter value by its ``string`` attribute (schema only as a fallback)."""
     if string == "true":
         return raw

@@ -34,13 +34,13 @@ from typing import Any
 from ..errors import EngineRequestError
 
 __all__ = [
+    "ASSISTANT",
     "BOS",
     "EOS",
-    "USER",
-    "ASSISTANT",
-    "THINK_START",
-    "THINK_END",
     "REASONING_EFFORTS",
+    "THINK_END",
+    "THINK_START",
+    "USER",
     "encode_messages",
     "encode_tool_calls",
 ]
@@ -106,7 +106,9 @@ class _Turn:
 
     role: str  # "system", "user" or "assistant"
     text: str = ""  # system text, or assistant content
-    blocks: list[tuple[str, str, str]] = field(default_factory=list)  # user: (kind, text, id)
+    blocks: list[tuple[str, str, str]] = field(
+        default_factory=list
+    )  # user: (kind, text, id)
     reasoning: str = ""
     calls: list[_Call] = field(default_factory=list)
 
@@ -175,8 +177,12 @@ def encode_tool_calls(tool_calls: list[dict[str, Any]]) -> str:
     ``{"name", "arguments"}`` dicts. The blank line the encoder puts before it is not included.
     """
     if not isinstance(tool_calls, list) or not tool_calls:
-        raise EngineRequestError("tool_calls must be a non-empty list.", param="tool_calls")
-    return _render_calls([_read_call(c, f"tool_calls[{j}]") for j, c in enumerate(tool_calls)])
+        raise EngineRequestError(
+            "tool_calls must be a non-empty list.", param="tool_calls"
+        )
+    return _render_calls(
+        [_read_call(c, f"tool_calls[{j}]") for j, c in enumerate(tool_calls)]
+    )
 
 
 def _fold_turns(messages: list[Any]) -> list[_Turn]:
@@ -185,16 +191,22 @@ def _fold_turns(messages: list[Any]) -> list[_Turn]:
     for i, message in enumerate(messages):
         where = f"messages[{i}]"
         if not isinstance(message, dict):
-            raise EngineRequestError(f"{where} must be an object with a role.", param=where)
+            raise EngineRequestError(
+                f"{where} must be an object with a role.", param=where
+            )
         role = message.get("role")
         if role in ("system", "developer"):
             # OpenAI's "developer" role is the newer name for system instructions.
-            turns.append(_Turn("system", _text(message.get("content"), f"{where}.content")))
+            turns.append(
+                _Turn("system", _text(message.get("content"), f"{where}.content"))
+            )
         elif role in ("user", "tool"):
             if role == "user":
                 block = ("text", _text(message.get("content"), f"{where}.content"), "")
             else:
-                result = _text(message.get("content"), f"{where}.content", joiner="\n\n")
+                result = _text(
+                    message.get("content"), f"{where}.content", joiner="\n\n"
+                )
                 block = ("tool_result", result, str(message.get("tool_call_id") or ""))
             if turns and turns[-1].role == "user":
                 turns[-1].blocks.append(block)
@@ -216,12 +228,16 @@ def _read_assistant(message: dict[str, Any], where: str) -> _Turn:
         reasoning = message.get("reasoning_content")
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
-        raise EngineRequestError(f"{where}.tool_calls must be a list.", param=f"{where}.tool_calls")
+        raise EngineRequestError(
+            f"{where}.tool_calls must be a list.", param=f"{where}.tool_calls"
+        )
     return _Turn(
         "assistant",
         text=_text(message.get("content"), f"{where}.content"),
         reasoning=_text(reasoning, f"{where}.reasoning"),
-        calls=[_read_call(c, f"{where}.tool_calls[{j}]") for j, c in enumerate(raw_calls)],
+        calls=[
+            _read_call(c, f"{where}.tool_calls[{j}]") for j, c in enumerate(raw_calls)
+        ],
     )
 
 
@@ -229,11 +245,14 @@ def _read_call(call: Any, where: str) -> _Call:
     """One tool call, OpenAI-shaped or already parsed; arguments as JSON text or a dict."""
     function = call.get("function", call) if isinstance(call, dict) else None
     if not isinstance(function, dict):
-        raise EngineRequestError(f"{where} must be an object with a function.", param=where)
+        raise EngineRequestError(
+            f"{where} must be an object with a function.", param=where
+        )
     name = function.get("name")
     if not isinstance(name, str) or not name or '"' in name:
         raise EngineRequestError(
-            f"{where}.function.name must be a non-empty string.", param=f"{where}.function.name"
+            f"{where}.function.name must be a non-empty string.",
+            param=f"{where}.function.name",
         )
     arguments = function.get("arguments")
     if arguments is None or arguments == "":
@@ -262,7 +281,9 @@ def _sort_tool_results(turns: list[_Turn]) -> None:
         elif turn.role == "user" and order:
             slots = [j for j, b in enumerate(turn.blocks) if b[0] == "tool_result"]
             # Stable: results with unknown ids sort as the first call, as in the reference.
-            ranked = sorted((turn.blocks[j] for j in slots), key=lambda b: order.get(b[2], 0))
+            ranked = sorted(
+                (turn.blocks[j] for j in slots), key=lambda b: order.get(b[2], 0)
+            )
             for j, block in zip(slots, ranked):
                 turn.blocks[j] = block
 
@@ -275,9 +296,13 @@ def _render_block(block: tuple[str, str, str]) -> str:
 def _render_calls(calls: list[_Call]) -> str:
     invokes = []
     for call in calls:
-        params = [_render_parameter(key, value) for key, value in call.arguments.items()]
+        params = [
+            _render_parameter(key, value) for key, value in call.arguments.items()
+        ]
         invokes.append(
-            f'<{DSML}invoke name="{call.name}">\n' + "\n".join(params) + f"\n</{DSML}invoke>"
+            f'<{DSML}invoke name="{call.name}">\n'
+            + "\n".join(params)
+            + f"\n</{DSML}invoke>"
         )
     return f"<{DSML}tool_calls>\n" + "\n".join(invokes) + f"\n</{DSML}tool_calls>"
 
@@ -302,7 +327,10 @@ def _render_tools(tools: Any) -> str:
             )
         schemas.append(_to_json(function, f"tools[{i}]"))
     return TOOLS_TEMPLATE.format(
-        dsml=DSML, think_start=THINK_START, think_end=THINK_END, schemas="\n".join(schemas)
+        dsml=DSML,
+        think_start=THINK_START,
+        think_end=THINK_END,
+        schemas="\n".join(schemas),
     )
 
 
@@ -335,4 +363,6 @@ def _to_json(value: Any, where: str) -> str:
     try:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError) as err:
-        raise EngineRequestError(f"{where} is not JSON-serializable: {err}.", param=where) from None
+        raise EngineRequestError(
+            f"{where} is not JSON-serializable: {err}.", param=where
+        ) from None

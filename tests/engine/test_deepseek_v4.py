@@ -4,7 +4,13 @@ The goldens in ``goldens/deepseek_v4/`` were written by hand from DeepSeek's pub
 encoder ``encoding/encoding_dsv4.py`` (shipped in the DeepSeek-V4 model repos; read in its copy
 at vllm-project/vllm ``vllm/tokenizers/deepseek_v4_encoding.py`` and supermy/ds4rs
 ``encoding/encoding_dsv4.py``) and vLLM's request adapter ``vllm/tokenizers/deepseek_v4.py``
-(tools attached to the leading system message, ``reasoning_effort`` mapping).
+(tools attached to the leading system message, ``reasoning_effort`` mapping). The prompt goldens
+(``prompts.json`` + one ``.txt`` per conversation) were rendered by a transcription of that
+reference encoder behind vLLM's adapter, kept outside the repo; our encoder must match them
+byte for byte. The DSML goldens (``dsml_outputs.json``) are written by hand in the reference's
+block layout and were checked the same way against its ``parse_message_from_completion_text``:
+same reasoning, content and calls (the one schema-rescue case is our extension; the reference
+turns it into invalid JSON).
 """
 
 from __future__ import annotations
@@ -13,11 +19,14 @@ import json
 from pathlib import Path
 
 import pytest
-
+from mlx_notebook.engine.errors import EngineRequestError
 from mlx_notebook.engine.parsers import deepseek_v4 as dsml
+from mlx_notebook.engine.prompt_encoders import deepseek_v4 as encoder
+from mlx_notebook.engine.prompt_encoders import encoder_for
 
 GOLDENS = Path(__file__).parent / "goldens" / "deepseek_v4"
 DSML_GOLDENS = json.loads((GOLDENS / "dsml_outputs.json").read_text(encoding="utf-8"))
+PROMPT_GOLDENS = json.loads((GOLDENS / "prompts.json").read_text(encoding="utf-8"))
 
 
 def _block_body(output: str) -> str:
@@ -39,7 +48,10 @@ def test_golden_dsml_output_parses_to_its_tool_calls(case):
 @pytest.mark.parametrize("case", DSML_GOLDENS["cases"], ids=lambda c: c["name"])
 def test_whole_block_with_markers_parses_the_same(case):
     start = case["output"].index(dsml.tool_call_start)
-    assert dsml.parse_tool_call(case["output"][start:], case.get("tools")) == case["tool_calls"]
+    assert (
+        dsml.parse_tool_call(case["output"][start:], case.get("tools"))
+        == case["tool_calls"]
+    )
 
 
 @pytest.mark.parametrize("case", DSML_GOLDENS["malformed"], ids=lambda c: c["name"])
@@ -64,7 +76,9 @@ def test_parameter_without_string_attribute_falls_back_to_json_then_text():
         '<｜DSML｜parameter name="word">hello</｜DSML｜parameter>\n'
         "</｜DSML｜invoke>"
     )
-    assert dsml.parse_tool_call(body) == [{"name": "f", "arguments": {"n": 7, "word": "hello"}}]
+    assert dsml.parse_tool_call(body) == [
+        {"name": "f", "arguments": {"n": 7, "word": "hello"}}
+    ]
 
 
 def test_extra_whitespace_between_attributes_and_elements_is_tolerated():
@@ -74,3 +88,219 @@ def test_extra_whitespace_between_attributes_and_elements_is_tolerated():
         "</｜DSML｜invoke>\n\n"
     )
     assert dsml.parse_tool_call(body) == [{"name": "f", "arguments": {"a": "x"}}]
+
+
+# --- prompt encoder -------------------------------------------------------------------------
+
+
+def _encode(case, messages=None):
+    return encoder.encode_messages(
+        case["messages"] if messages is None else messages,
+        tools=case.get("tools"),
+        thinking=case["thinking"],
+        reasoning_effort=case.get("reasoning_effort"),
+    )
+
+
+def _golden_prompt(case) -> str:
+    return (GOLDENS / case["prompt_file"]).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("case", PROMPT_GOLDENS["cases"], ids=lambda c: c["name"])
+def test_prompt_matches_the_reference_encoder_byte_for_byte(case):
+    assert _encode(case) == _golden_prompt(case)
+
+
+@pytest.mark.parametrize("case", PROMPT_GOLDENS["cases"], ids=lambda c: c["name"])
+def test_reasoning_content_field_is_read_like_reasoning(case):
+    renamed = [
+        {("reasoning_content" if k == "reasoning" else k): v for k, v in m.items()}
+        for m in case["messages"]
+    ]
+    assert _encode(case, renamed) == _golden_prompt(case)
+
+
+@pytest.mark.parametrize("case", PROMPT_GOLDENS["cases"], ids=lambda c: c["name"])
+def test_tool_call_arguments_as_json_text_or_dict_render_the_same(case):
+    def flip(call):
+        args = call["function"]["arguments"]
+        flipped = json.loads(args) if isinstance(args, str) else json.dumps(args)
+        return {**call, "function": {**call["function"], "arguments": flipped}}
+
+    flipped = [
+        {**m, "tool_calls": [flip(c) for c in m["tool_calls"]]}
+        if m.get("tool_calls")
+        else m
+        for m in case["messages"]
+    ]
+    assert _encode(case, flipped) == _golden_prompt(case)
+
+
+def test_generation_prompt_opens_the_thinking_or_chat_turn():
+    question = [{"role": "user", "content": "Hi"}]
+    assert encoder.encode_messages(question, thinking=True).endswith(
+        "<｜Assistant｜><think>"
+    )
+    assert encoder.encode_messages(question).endswith("<｜Assistant｜></think>")
+    without = encoder.encode_messages(
+        question, thinking=True, add_generation_prompt=False
+    )
+    assert without == "<｜begin▁of▁sentence｜><｜User｜>Hi"
+    assert (
+        encoder.encode_messages(question, bos=False)
+        == "<｜User｜>Hi<｜Assistant｜></think>"
+    )
+
+
+def test_earlier_reasoning_is_kept_when_tools_are_present():
+    turns = [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b", "reasoning": "thought about a"},
+        {"role": "user", "content": "c"},
+    ]
+    assert "thought about a" not in encoder.encode_messages(turns, thinking=True)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    assert "<think>thought about a</think>b" in encoder.encode_messages(
+        turns, thinking=True, tools=tools
+    )
+
+
+@pytest.mark.parametrize(
+    ("messages", "kwargs", "param"),
+    [
+        (
+            [{"role": "user", "content": "x"}, {"role": "robot", "content": "y"}],
+            {},
+            "messages[1].role",
+        ),
+        (["just text"], {}, "messages[0]"),
+        ([], {}, "messages"),
+        (
+            [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": "x"}}],
+                }
+            ],
+            {},
+            "messages[0].content",
+        ),
+        (
+            [
+                {"role": "user", "content": "x"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}],
+                },
+            ],
+            {},
+            "messages[1].tool_calls[0].function.arguments",
+        ),
+        (
+            [
+                {"role": "user", "content": "x"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"function": {"name": "f", "arguments": "[1, 2]"}}],
+                },
+            ],
+            {},
+            "messages[1].tool_calls[0].function.arguments",
+        ),
+        (
+            [
+                {"role": "user", "content": "x"},
+                {"role": "assistant", "tool_calls": [{"function": {}}]},
+            ],
+            {},
+            "messages[1].tool_calls[0].function.name",
+        ),
+        (
+            [{"role": "user", "content": "x"}],
+            {"reasoning_effort": "extreme"},
+            "reasoning_effort",
+        ),
+        (
+            [{"role": "user", "content": "x"}],
+            {"tools": [{"type": "function"}]},
+            "tools[0]",
+        ),
+    ],
+    ids=[
+        "unknown_role",
+        "message_not_an_object",
+        "no_messages",
+        "image_part",
+        "arguments_not_json",
+        "arguments_not_an_object",
+        "call_without_name",
+        "unknown_effort",
+        "tool_without_name",
+    ],
+)
+def test_bad_input_raises_request_error_naming_the_field(messages, kwargs, param):
+    with pytest.raises(EngineRequestError) as raised:
+        encoder.encode_messages(messages, **kwargs)
+    assert raised.value.param == param
+    assert raised.value.message.endswith(".")
+
+
+def test_encoder_is_selected_by_model_type():
+    assert encoder_for("deepseek_v4") is encoder
+    assert encoder_for("llama") is None
+    assert encoder_for(None) is None
+
+
+# --- encode -> parse round trip -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", DSML_GOLDENS["cases"], ids=lambda c: c["name"])
+def test_encoded_tool_calls_parse_back_to_the_same_calls(case):
+    block = encoder.encode_tool_calls(case["tool_calls"])
+    assert block.startswith(dsml.tool_call_start) and block.endswith(dsml.tool_call_end)
+    assert dsml.parse_tool_call(_block_body(block)) == case["tool_calls"]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in DSML_GOLDENS["cases"] if c["name"] != "schema_rescues_unquoted_enum"],
+    ids=lambda c: c["name"],
+)
+def test_encoded_tool_calls_are_the_block_the_model_writes(case):
+    output = case["output"]
+    assert (
+        encoder.encode_tool_calls(case["tool_calls"])
+        == output[output.index(dsml.tool_call_start) :]
+    )
+
+
+def test_openai_tool_calls_round_trip_through_history_and_parser():
+    calls = [
+        {
+            "id": "1",
+            "type": "function",
+            "function": {
+                "name": "run",
+                "arguments": json.dumps(
+                    {
+                        "cmd": 'echo "<｜User｜>" > out.txt\n',
+                        "env": {"A": "1"},
+                        "timeout": 2.5,
+                    }
+                ),
+            },
+        },
+        {"id": "2", "type": "function", "function": {"name": "noop", "arguments": {}}},
+    ]
+    parsed = dsml.parse_tool_call(_block_body(encoder.encode_tool_calls(calls)))
+    assert parsed == [
+        {
+            "name": "run",
+            "arguments": {
+                "cmd": 'echo "<｜User｜>" > out.txt\n',
+                "env": {"A": "1"},
+                "timeout": 2.5,
+            },
+        },
+        {"name": "noop", "arguments": {}},
+    ]
