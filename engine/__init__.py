@@ -3,3 +3,16 @@
 Installed as ``mlx_notebook.engine``. Nothing here imports IPython, ipywidgets, anywidget or
 the notebook layer above it (a test enforces it).
 """
+
+from .errors import EngineDeadError, EngineError, EngineRequestError, ModelStoreError
+from .model_store import DEFAULT_MODEL, cache_dir, resolve_model
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "EngineDeadError",
+    "EngineError",
+    "EngineRequestError",
+    "ModelStoreError",
+    "cache_dir",
+    "resolve_model",
+]
