@@ -1,1 +1,38 @@
-"""mlx-notebook: run and study local LLMs with MLX inside Jupyter."""
+"""mlx-notebook: run and study local LLMs with MLX inside Jupyter.
+
+``%load_ext mlx_notebook`` registers ``%load_model``, ``%%chat``, ``%%complete`` and ``%mlx``;
+``@mlx_notebook.tool`` offers a Python function to the model.
+"""
+
+from __future__ import annotations
+
+from .sessions import Session
+from .tools import Tool, make_tool, tool
+from .turn import Round, Turn
+
+__all__ = ["tool", "make_tool", "Tool", "Turn", "Round", "Session",
+           "load_ipython_extension", "unload_ipython_extension"]
+
+for _name in ("tool", "make_tool", "Tool", "Turn", "Round", "Session"):
+    globals()[_name].__module__ = "mlx_notebook"
+
+
+def load_ipython_extension(ipython) -> None:
+    """Register the magics; the engine starts with ``%load_model``."""
+    from .magics import MlxMagics
+
+    ipython.register_magics(MlxMagics)
+
+
+def unload_ipython_extension(ipython) -> None:
+    """Close the engine cleanly and remove the magics."""
+    from .magics import MlxMagics
+
+    magics = ipython.magics_manager.registry.pop(MlxMagics.__name__, None)
+    if magics is None:
+        return
+    magics.close()
+    for kind, names in ipython.magics_manager.magics.items():
+        for name in ("load_model", "chat", "complete", "mlx"):
+            if names.get(name) is not None and getattr(names[name], "__self__", None) is magics:
+                del names[name]

@@ -49,6 +49,10 @@ class Round:
     def messages(self) -> list[dict]:
         """The assistant message and tool-result messages this round adds to a conversation."""
         assistant: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.reasoning:
+            # Templates that keep earlier reasoning (the tiny reasoner's) then re-render the
+            # reply exactly as generated, so the next prompt extends this one: a cache hit.
+            assistant["reasoning_content"] = self.reasoning.strip("\n")
         if self.tool_calls:
             assistant["tool_calls"] = [
                 {
@@ -125,6 +129,11 @@ class Turn:
     def in_history(self) -> bool:
         """Whether the session sends this turn as history: complete turns, or kept ones."""
         return (not self.interrupted and self.error is None) or self.kept
+
+    def keep(self) -> "Turn":
+        """Send this interrupted or failed turn as history after all, as far as it got."""
+        self.kept = True
+        return self
 
     def messages(self) -> list[dict]:
         """The messages this turn adds to its session: the user's, then every round's."""

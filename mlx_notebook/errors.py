@@ -1,0 +1,69 @@
+"""Turn errors from the layers below into the one-line ``UsageError`` a cell fails with.
+
+IPython prints a ``UsageError`` as one line, without a traceback, and still fails the cell
+(so Run All stops). Every expected failure -- engine errors, tools that cannot be described,
+unknown sessions -- is translated here, in one function, at the magic boundary; anything
+else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from IPython.core.error import UsageError
+
+from mlx_notebook.engine.errors import (
+    EngineDeadError,
+    EngineError,
+    EngineRequestError,
+    ModelStoreError,
+)
+
+from .sessions import UnknownSession
+from .tools import ToolError
+
+__all__ = ["usage_error", "as_usage_errors", "no_model_error", "EXPECTED_ERRORS"]
+
+EXPECTED_ERRORS = (EngineError, ToolError, UnknownSession)
+
+
+def usage_error(magic: str, exc: Exception) -> UsageError:
+    """The one-sentence ``UsageError`` for an expected failure inside ``magic``."""
+    if isinstance(exc, EngineDeadError):
+        message = "the engine has stopped; run %load_model to start it again."
+    elif isinstance(exc, EngineRequestError):
+        message = _sentence(exc.message)
+        if exc.param and f"--{_flag(exc.param)}" not in message and exc.param not in message:
+            message = f"{message[:-1]} (--{_flag(exc.param)})."
+    elif isinstance(exc, ModelStoreError):
+        message = _sentence(str(exc))
+    else:
+        message = _sentence(str(exc))
+    error = UsageError(f"{magic}: {message}")
+    error.__cause__ = exc  # kept for %tb and logging, not shown by default
+    return error
+
+
+@contextmanager
+def as_usage_errors(magic: str) -> Iterator[None]:
+    """Re-raise expected errors from the block as ``usage_error(magic, exc)``."""
+    try:
+        yield
+    except EXPECTED_ERRORS as exc:
+        raise usage_error(magic, exc) from exc
+
+
+def no_model_error(magic: str) -> UsageError:
+    return UsageError(f"{magic}: no model is loaded; run %load_model first (no argument loads the default model).")
+
+
+def _flag(param: str) -> str:
+    return param.replace("_", "-")
+
+
+def _sentence(text: str) -> str:
+    text = text.strip() or "the engine failed without a message"
+    if len(text) > 1 and text[0].isupper() and text[1].islower():
+        text = text[0].lower() + text[1:]  # it follows "%magic: "
+    return text if text.endswith((".", "!", "?")) else text + "."

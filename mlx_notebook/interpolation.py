@@ -1,0 +1,87 @@
+"""Opt-out ``{name}`` interpolation of a cell body from the user namespace, in one pass.
+
+One left-to-right scan replaces each placeholder with the value's text and never looks at
+that text again, so braces inside a value (JSON, code) are sent verbatim; jupyter-ai formats
+twice and leaves unknown names in silently, which is what this avoids. The rules follow
+``str.format`` so they need no teaching: ``{{`` and ``}}`` are literal braces, a placeholder
+is a name with optional ``.attribute``s, ``!r``/``!s``/``!a`` and a ``:format_spec``, and any
+other brace is an error that names the fix (escape it or pass ``--no-interpolate``).
+
+Example::
+
+    >>> interpolate("Capital of {country}? {{json}}", {"country": "{France}"})
+    'Capital of {France}? {json}'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from IPython.core.error import UsageError
+
+__all__ = ["interpolate"]
+
+_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+_FIELD = re.compile(
+    r"(?P<name>[A-Za-z_]\w*)(?P<attrs>(?:\.[A-Za-z_]\w*)*)(?:!(?P<conv>[rsa]))?(?::(?P<spec>.*))?",
+    re.DOTALL,
+)
+_CONVERSIONS = {"r": repr, "s": str, "a": ascii}
+
+
+def interpolate(text: str, namespace: Mapping[str, Any], *, magic: str = "%%chat") -> str:
+    """Return ``text`` with each ``{name}`` replaced from ``namespace``; raise UsageError on a bad brace."""
+    out: list[str] = []
+    position = 0
+    for match in _TOKEN.finditer(text):
+        out.append(text[position:match.start()])
+        position = match.end()
+        token = match.group(0)
+        if token in ("{{", "}}"):
+            out.append(token[0])
+        elif match.group(1) is None:
+            raise UsageError(
+                f"{magic}: unmatched '{token}' at {_where(text, match.start())}; write "
+                f"'{token}{token}' for a literal brace, or use --no-interpolate."
+            )
+        else:
+            out.append(_render(match.group(1), namespace, text, match.start(), magic))
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _render(field: str, namespace: Mapping[str, Any], text: str, offset: int, magic: str) -> str:
+    parsed = _FIELD.fullmatch(field.strip())
+    if parsed is None:
+        raise UsageError(
+            f"{magic}: '{{{field}}}' at {_where(text, offset)} is not a variable name; write "
+            f"'{{{{' and '}}}}' for literal braces, or use --no-interpolate."
+        )
+    name = parsed["name"]
+    if name not in namespace:
+        raise UsageError(
+            f"{magic}: name '{name}' in '{{{field}}}' is not defined in the notebook; define it, "
+            f"write '{{{{{field}}}}}' for literal braces, or use --no-interpolate."
+        )
+    value = namespace[name]
+    for attribute in filter(None, parsed["attrs"].split(".")):
+        try:
+            value = getattr(value, attribute)
+        except AttributeError:
+            raise UsageError(
+                f"{magic}: '{{{field}}}' failed: {type(value).__name__!s} object has no "
+                f"attribute '{attribute}'."
+            ) from None
+    if parsed["conv"]:
+        value = _CONVERSIONS[parsed["conv"]](value)
+    try:
+        return format(value, parsed["spec"] or "")
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{magic}: '{{{field}}}' could not be formatted: {exc}.") from None
+
+
+def _where(text: str, offset: int) -> str:
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return f"line {line}, column {column}"

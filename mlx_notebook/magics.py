@@ -1,0 +1,429 @@
+"""The IPython magics: ``%load_model``, ``%%chat``, ``%%complete`` and the umbrella ``%mlx``.
+
+Each magic parses its line with ``magic_arguments``, calls one thing and displays the result;
+the request logic lives in ``runner``, the history in ``sessions``, the reports in
+``reports``. Lines that carry prompt text are ``@no_var_expand``: prompts go verbatim, and
+the only interpolation is the cell body's, once, before templating.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, argument_group, magic_arguments
+from IPython.display import display
+
+from . import reports
+from .errors import as_usage_errors, no_model_error
+from .interpolation import interpolate
+from .options import output_arguments, parse_bytes, sampling_arguments, sampling_fields, set_options
+from .runner import DEFAULT_MAX_ROUNDS, run_turn
+from .sessions import DEFAULT_SESSION, SessionStore
+from .terminal import TerminalView
+from .tools import ask_before_running, resolve_tools
+from .turn import Turn
+
+__all__ = ["MlxMagics"]
+
+# %mlx config keys that are switches rather than values.
+_SWITCHES = {"no_stream", "show_request", "raw", "no_interpolate", "confirm"}
+
+
+def _parse(func: Any, line: str, magic: str):
+    """Parse a magic's line, with errors that name the magic and where its help is.
+
+    The line is split the POSIX way (``shlex.split``), not with ``parse_argstring``'s
+    non-POSIX splitter, which keeps the quotes: ``--system "Be terse."`` must send
+    ``Be terse.``, not ``"Be terse."``.
+    """
+    try:
+        return func.parser.parse_args(shlex.split(line))
+    except UsageError as exc:
+        raise UsageError(f"{magic}: {exc}; see {magic}? for the options.") from None
+    except ValueError as exc:  # unbalanced quotes from the line splitter
+        raise UsageError(f"{magic}: cannot split the options ({exc}); check the quotes.") from None
+
+
+def _in_kernel(shell: Any) -> bool:
+    return getattr(shell, "kernel", None) is not None
+
+
+@magics_class
+class MlxMagics(Magics):
+    """Holds the kernel-resident engine, the chat sessions and the ``%mlx config`` defaults."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.engine: Any = None
+        self.sessions = SessionStore()
+        self.defaults: dict[str, str] = {}
+        self.subcommands = {
+            "status": self._status, "unload": self._unload, "cache": self._cache,
+            "render": self._render, "trace": self._trace, "sessions": self._sessions,
+            "history": self._history, "reset": self._reset, "config": self._config,
+            "help": self._help,
+        }
+
+    def close(self) -> None:
+        """Stop the engine; called when the extension is unloaded."""
+        if self.engine is not None:
+            engine, self.engine = self.engine, None
+            engine.close()
+
+    # ----------------------------------------------------------------- %load_model
+
+    @magic_arguments()
+    @argument("spec", nargs="?", default=None,
+              help="smollm2-135m-instruct (default), tiny-reasoner, a .gguf file, an mlx-lm "
+                   "model directory or a Hugging Face repo id in the local cache.")
+    @argument("--dtype", choices=["keep", "float32", "bfloat16"], default=None,
+              help="For GGUF files: keep the file's quantization, or dequantize.")
+    @argument("--prompt-cache-bytes", type=parse_bytes, default=None, metavar="SIZE",
+              help="Memory the prompt cache may use, e.g. 512MB or 2GiB.")
+    @argument("--max-kv-size", type=int, default=None, metavar="TOKENS",
+              help="Cap the KV cache at this many tokens (a rotating cache).")
+    @argument("--adapter", default=None, metavar="PATH", help="A LoRA adapter directory to apply.")
+    @argument("--draft-model", default=None, metavar="SPEC", help="A small model for speculative decoding.")
+    @argument("--chat-template", default=None, metavar="FILE", help="A Jinja chat template file to use instead of the model's.")
+    @argument("--no-progress", action="store_true", help="Do not show progress bars while loading.")
+    @argument_group("Default sampling for every request (the server's flags)")
+    @argument("--temp", "--temperature", dest="temperature", type=float, default=None, help="Default temperature.")
+    @argument("--top-p", type=float, default=None, help="Default nucleus sampling threshold.")
+    @argument("--top-k", type=int, default=None, help="Default top-k.")
+    @argument("--min-p", type=float, default=None, help="Default min-p.")
+    @argument("--max-tokens", type=int, default=None, help="Default maximum of generated tokens.")
+    @line_magic
+    def load_model(self, line: str = ""):
+        """Start (or replace) the kernel-resident engine with a model and print what it is."""
+        args = _parse(self.load_model, line, "%load_model")
+        from mlx_notebook.engine import Engine
+
+        sampling = {k: getattr(args, k) for k in ("temperature", "top_p", "top_k", "min_p", "max_tokens")
+                    if getattr(args, k) is not None}
+        options = {
+            "prompt_cache_bytes": args.prompt_cache_bytes, "max_kv_size": args.max_kv_size,
+            "adapter_path": args.adapter, "draft_model": args.draft_model,
+            "chat_template": args.chat_template, "dtype": args.dtype,
+            "default_sampling": sampling or None,
+        }
+        # Free the old model first: two models at once may not fit in memory.
+        self.close()
+        with as_usage_errors("%load_model"):
+            self.engine = Engine(args.spec, progress=not args.no_progress,
+                                 **{k: v for k, v in options.items() if v is not None})
+        display(reports.model_summary(self.engine.model_info))
+
+    # ----------------------------------------------------------------------- %%chat
+
+    @magic_arguments(name="%chat")  # the help's usage line then reads %%chat
+    @argument("--system", default=None, metavar="TEXT",
+              help="The session's system prompt, from this turn on ('' removes it).")
+    @argument("--think", dest="think", action="store_true", default=None,
+              help="Ask the template to enable thinking (enable_thinking=True).")
+    @argument("--no-think", dest="think", action="store_false", default=None,
+              help="Ask the template to disable thinking (enable_thinking=False).")
+    @argument_group("Session")
+    @argument("--session", default=None, metavar="NAME",
+              help=f"The conversation to continue (default: '{DEFAULT_SESSION}'); created on first use.")
+    @argument("--new", action="store_true", default=None, help="Start the session afresh.")
+    @argument_group("Tools")
+    @argument("--tools", default=None, metavar="NAMES",
+              help="Comma-separated functions from the notebook to offer as tools, or 'none'; "
+                   "by default every @mlx_notebook.tool function is offered.")
+    @argument("--confirm", action="store_true", default=None,
+              help="Ask yes/no before running each tool call.")
+    @argument("--max-rounds", type=int, default=None, metavar="N",
+              help=f"Model calls a tool loop may make (default {DEFAULT_MAX_ROUNDS}).")
+    @sampling_arguments
+    @output_arguments
+    @no_var_expand
+    @cell_magic
+    def chat(self, line: str, cell: str):
+        """Send the cell as the next user message of a chat session and stream the reply.
+
+        Returns the turn (also in ``_``): content, reasoning, tool_calls, usage, timings,
+        the exact request body and the raw chunks.
+        """
+        args = self._chat_args(line, "%%chat", self.chat)
+        engine = self._engine("%%chat")
+        text = self._cell_text(cell, args, "%%chat")
+        with as_usage_errors("%%chat"):
+            tools = resolve_tools(_names(args.tools), self.shell.user_ns)
+        session = self.sessions.open(args.session or DEFAULT_SESSION, new=bool(args.new))
+        body = {"messages": session.messages_for(text, system=args.system), **_fields(args)}
+        if args.think is not None:
+            body["chat_template_kwargs"] = {"enable_thinking": args.think}
+        if tools:
+            body["tools"] = [t.schema() for t in tools]
+        turn = Turn(model=reports.model_name(engine), session=session.name, request=body,
+                    user_message=body["messages"][-1], options=set_options(args))
+        confirm = ask_before_running if args.confirm else None
+        self._run(engine, turn, args, "%%chat", kind="chat", tools=tools, confirm=confirm,
+                  max_rounds=args.max_rounds or DEFAULT_MAX_ROUNDS)
+        session.add(turn)
+        return self._result(turn, args, "%%chat")
+
+    # ------------------------------------------------------------------- %%complete
+
+    @magic_arguments(name="%complete")
+    @sampling_arguments
+    @output_arguments
+    @no_var_expand
+    @cell_magic
+    def complete(self, line: str, cell: str):
+        """Continue the cell's text with the model: raw completion, no chat template."""
+        args = self._chat_args(line, "%%complete", self.complete)
+        engine = self._engine("%%complete")
+        body = {"prompt": self._cell_text(cell, args, "%%complete"), **_fields(args)}
+        turn = Turn(model=reports.model_name(engine), session="", request=body,
+                    options=set_options(args))
+        self._run(engine, turn, args, "%%complete", kind="completion")
+        return self._result(turn, args, "%%complete")
+
+    # ------------------------------------------------------------------------ %mlx
+
+    @no_var_expand
+    @line_magic
+    def mlx(self, line: str = ""):
+        """Inspect and manage the engine and sessions: %mlx SUBCOMMAND [options]."""
+        name, _, rest = line.strip().partition(" ")
+        handler = self.subcommands.get(name or "help")
+        if handler is None:
+            raise UsageError(
+                f"%mlx: unknown subcommand '{name}'; use one of {', '.join(self.subcommands)}."
+            )
+        return handler(rest.strip())
+
+    @magic_arguments(name="mlx status")
+    def _status(self, line: str):
+        """The loaded model, its memory, the engine's health and its active requests."""
+        _parse(self._status, line, "%mlx status")
+        display(reports.status(self.engine))
+
+    @magic_arguments(name="mlx unload")
+    def _unload(self, line: str):
+        """Stop the engine and free the model's memory (sessions are kept)."""
+        _parse(self._unload, line, "%mlx unload")
+        if self.engine is None:
+            raise UsageError("%mlx unload: no model is loaded, so there is nothing to unload.")
+        name = reports.model_name(self.engine)
+        self.close()
+        display(reports.text(f"Unloaded {name}."))
+
+    @magic_arguments(name="mlx cache")
+    def _cache(self, line: str):
+        """The prompt cache: entries, tokens, bytes, and the last lookups' hits and misses."""
+        _parse(self._cache, line, "%mlx cache")
+        display(reports.cache(self._engine("%mlx cache").cache_info()))
+
+    @magic_arguments(name="mlx render")
+    @argument("session", nargs="?", default=None, help="The session (default: 'default').")
+    @argument("--message", default=None, metavar="TEXT", help="Render as if TEXT were the next user message.")
+    @argument("--tools", default=None, metavar="NAMES", help="Offer these notebook functions as tools.")
+    def _render(self, line: str):
+        """The session's next prompt as the chat template renders it, with its token count."""
+        args = _parse(self._render, line, "%mlx render")
+        engine = self._engine("%mlx render")
+        name = args.session or DEFAULT_SESSION
+        with as_usage_errors("%mlx render"):
+            session = self.sessions.open(name) if args.session is None else self.sessions.get(name)
+            tools = resolve_tools(_names(args.tools), self.shell.user_ns)
+            messages = session.history()
+            if args.message is not None:
+                messages.append({"role": "user", "content": args.message})
+            if not messages:
+                raise UsageError(f"%mlx render: session '{session.name}' has no messages yet; "
+                                 "chat first or pass --message TEXT.")
+            body = {"messages": messages, **({"tools": [t.schema() for t in tools]} if tools else {})}
+            display(reports.rendered_prompt(engine.inspect(body)))
+
+    @magic_arguments(name="mlx trace")
+    @argument("text", help="The model output to parse: a notebook variable's name or literal text.")
+    @argument("--family", required=True, help="The parser family, e.g. qwen3, deepseek_v4, json_tools.")
+    @argument("--chunking", default=None, help="Chunk sizes to replay the text with, e.g. 1 or 1,3,7.")
+    def _trace(self, line: str):
+        """Run the reasoning/tool-call parser on TEXT step by step (the parser debugger)."""
+        args = _parse(self._trace, line, "%mlx trace")
+        from mlx_notebook.engine import parsing
+
+        value = self.shell.user_ns.get(args.text, args.text) if args.text.isidentifier() else args.text
+        if not isinstance(value, str):
+            raise UsageError(f"%mlx trace: '{args.text}' is a {type(value).__name__}, not text.")
+        kwargs = {} if args.chunking is None else {"chunking": _chunking(args.chunking)}
+        with as_usage_errors("%mlx trace"):
+            try:
+                result = parsing.trace(value, args.family, **kwargs)
+            except (KeyError, ValueError) as exc:
+                raise UsageError(f"%mlx trace: {str(exc).strip(repr(''))}") from None
+        return result
+
+    @magic_arguments(name="mlx sessions")
+    def _sessions(self, line: str):
+        """Every chat session with its turns and system prompt."""
+        _parse(self._sessions, line, "%mlx sessions")
+        display(reports.sessions(list(self.sessions)))
+
+    @magic_arguments(name="mlx history")
+    @argument("session", nargs="?", default=DEFAULT_SESSION, help="The session (default: 'default').")
+    def _history(self, line: str):
+        """A session's turns, marking those not sent as history (interrupted or failed)."""
+        args = _parse(self._history, line, "%mlx history")
+        with as_usage_errors("%mlx history"):
+            display(reports.history(self.sessions.get(args.session)))
+
+    @magic_arguments(name="mlx reset")
+    @argument("session", nargs="?", default=DEFAULT_SESSION, help="The session (default: 'default').")
+    def _reset(self, line: str):
+        """Forget a session's turns and system prompt."""
+        args = _parse(self._reset, line, "%mlx reset")
+        with as_usage_errors("%mlx reset"):
+            self.sessions.reset(args.session)
+        display(reports.text(f"Session '{args.session}' is empty again."))
+
+    @magic_arguments(name="mlx config")
+    @argument("settings", nargs="*", metavar="KEY=VALUE",
+              help="A %%chat/%%complete flag without its dashes and its value, e.g. temperature=0.7, "
+                   "think=false, session=math, tools=get_weather; KEY= removes it. No settings "
+                   "shows the current defaults.")
+    def _config(self, line: str):
+        """Set defaults for the chat flags of this kernel; flags on a cell still win."""
+        args = _parse(self._config, line, "%mlx config")
+        for setting in args.settings:
+            key, sep, value = setting.partition("=")
+            key = key.strip().lstrip("-").replace("-", "_")
+            if not sep:
+                raise UsageError(f"%mlx config: '{setting}' is not KEY=VALUE; e.g. temperature=0.7.")
+            if value == "":
+                self.defaults.pop(key, None)
+                continue
+            if key not in _config_keys(self.chat):
+                raise UsageError(f"%mlx config: unknown key '{key}'; use one of "
+                                 f"{', '.join(sorted(_config_keys(self.chat)))}.")
+            fragment = _config_fragment(key, value)
+            self._chat_args(fragment, f"%mlx config {key}", self.chat)  # validates like the cell would
+            self.defaults[key] = fragment
+        display(reports.config(self.defaults))
+
+    @magic_arguments(name="mlx help")
+    @argument("subcommand", nargs="?", default=None, help="Show only this subcommand's help.")
+    def _help(self, line: str):
+        """Help for %mlx and each of its subcommands."""
+        args = _parse(self._help, line, "%mlx help")
+        if args.subcommand is None:
+            display(reports.text(type(self).mlx.__doc__))
+            return
+        if args.subcommand not in self.subcommands:
+            raise UsageError(f"%mlx help: unknown subcommand '{args.subcommand}'; use one of "
+                             f"{', '.join(self.subcommands)}.")
+        display(reports.text(self.subcommands[args.subcommand].__doc__))
+
+    # ---------------------------------------------------------------------- shared
+
+    def _chat_args(self, line: str, magic: str, func: Any):
+        """The cell's flags over the ``%mlx config`` defaults (each set flag replaces its default)."""
+        args = _parse(func, line, magic)
+        known = vars(args)
+        fragments = [v for k, v in self.defaults.items() if k in known]
+        if fragments:
+            defaults = _parse(func, " ".join(fragments), "%mlx config")
+            for key, value in vars(defaults).items():
+                if known[key] is None:
+                    setattr(args, key, value)
+        return args
+
+    def _engine(self, magic: str) -> Any:
+        if self.engine is None:
+            raise no_model_error(magic)
+        return self.engine
+
+    def _cell_text(self, cell: str, args: Any, magic: str) -> str:
+        if not cell.strip():
+            raise UsageError(f"{magic}: the cell is empty; write the message below the {magic} line.")
+        if args.no_interpolate:
+            return cell
+        return interpolate(cell, self.shell.user_ns, magic=magic)
+
+    def _run(self, engine: Any, turn: Turn, args: Any, magic: str, **kwargs: Any) -> None:
+        if args.tokens:
+            turn.request.update(logprobs=True, top_logprobs=args.tokens)
+        if args.show_request:
+            display(reports.request(turn.request))
+        view = None if args.no_stream else self._view(turn)
+        if view is not None:
+            view.display()
+        with as_usage_errors(magic):
+            run_turn(engine, turn, view, **kwargs)
+        if view is not None:
+            view.finish(turn)
+        else:
+            display(turn)
+        if args.raw:
+            display(reports.chunk_table(turn.chunks))
+
+    def _view(self, turn: Turn) -> Any:
+        if _in_kernel(self.shell):
+            try:
+                from .widgets import ChatView
+            except ImportError:  # the live widget is optional; plain text streams anywhere
+                pass
+            else:
+                return ChatView(turn.model, turn.session)
+        return TerminalView(turn.model, turn.session)
+
+    def _result(self, turn: Turn, args: Any, magic: str) -> Turn:
+        if turn.interrupted or turn.error:
+            # The cell fails (so Run All stops) but the turn stays reachable as ``_``.
+            self.shell.displayhook.update_user_ns(turn)
+            if turn.interrupted:
+                raise UsageError(f"{magic}: interrupted; the partial reply (in _) is not sent as "
+                                 "history unless you call _.keep().")
+            raise UsageError(f"{magic}: {turn.error.rstrip('.')}.")
+        turn._display_pending = True  # shown live already: the displayhook skips it once
+        return turn
+
+
+
+
+def _config_fragment(key: str, value: str) -> str:
+    """``think=false`` -> ``--no-think``, ``raw=true`` -> ``--raw``, ``temperature=0.7`` -> ``--temperature 0.7``."""
+    truth = value.strip().lower()
+    if key == "think":
+        return "--think" if truth in ("1", "true", "yes", "on") else "--no-think"
+    if key in _SWITCHES:
+        if truth not in ("1", "true", "yes", "on"):
+            raise UsageError(f"%mlx config: {key} is a switch; write {key}=true, or {key}= to remove it.")
+        return f"--{key.replace('_', '-')}"
+    if key == "new":
+        raise UsageError("%mlx config: new applies to one cell only; use %%chat --new.")
+    return f"--{key.replace('_', '-')} {shlex.quote(value)}"
+
+
+def _config_keys(func: Any) -> set[str]:
+    return {action.dest for action in func.parser._actions if action.dest != "new"}
+
+
+def _fields(args: Any) -> dict:
+    return {field: getattr(args, field) for field in sampling_fields() if getattr(args, field) is not None}
+
+
+def _names(tools: str | None) -> list[str] | None:
+    if tools is None:
+        return None
+    if tools.strip().lower() == "none":
+        return []
+    return [name.strip() for name in tools.split(",") if name.strip()]
+
+
+def _chunking(text: str) -> Any:
+    sizes = [int(part) for part in text.split(",") if part.strip()]
+    return sizes[0] if len(sizes) == 1 else sizes
+
+
+MlxMagics.mlx.__doc__ = "\n\n".join(
+    [MlxMagics.mlx.__doc__ or ""]
+    + [getattr(MlxMagics, f"_{name}").__doc__ for name in
+       ("status", "unload", "cache", "render", "trace", "sessions", "history", "reset", "config", "help")]
+)

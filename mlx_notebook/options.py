@@ -1,0 +1,108 @@
+"""The flags ``%%chat`` and ``%%complete`` share, and how parsed flags become a request body.
+
+Every sampling flag is spelled as the OpenAI/mlx-lm server field it sets and defaults to
+"unset": an unset flag is left out of the body, so the engine's default applies and the
+notebook never has silently different defaults from the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import Any, Callable
+
+from IPython.core.magic_arguments import argument, argument_group
+
+__all__ = [
+    "sampling_arguments",
+    "output_arguments",
+    "sampling_fields",
+    "parse_bytes",
+    "parse_logit_bias",
+    "set_options",
+]
+
+# (flags, dest, type, help); dest is also the body field.
+_SAMPLING = [
+    (("--temperature", "--temp"), "temperature", float,
+     "Sampling temperature; 0 is greedy decoding."),
+    (("--top-p",), "top_p", float, "Nucleus sampling: keep the smallest token set with this total probability."),
+    (("--top-k",), "top_k", int, "Keep only the K most likely tokens (0 disables)."),
+    (("--min-p",), "min_p", float, "Drop tokens less likely than MIN_P times the most likely one."),
+    (("--repetition-penalty",), "repetition_penalty", float,
+     "Penalty for tokens seen in the recent context (1.0 or 0 disables)."),
+    (("--presence-penalty",), "presence_penalty", float, "Subtract this from the logit of every token already generated."),
+    (("--frequency-penalty",), "frequency_penalty", float,
+     "Subtract this times a token's count so far from its logit."),
+    (("--seed",), "seed", int, "Random seed, for reproducible sampling."),
+    (("--max-tokens",), "max_tokens", int, "Stop after this many generated tokens."),
+]
+
+
+def parse_bytes(text: str) -> int:
+    """``"512MB"``, ``"2GiB"`` or ``"1000000"`` as a byte count."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*", text, re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size; write e.g. 512MB or 2GiB")
+    number, unit = float(match[1]), (match[2] or "").lower().rstrip("b")
+    base = 1024 if unit.endswith("i") else 1000
+    power = "kmgt".find(unit[:1]) + 1 if unit else 0
+    return int(number * base**power)
+
+
+def parse_logit_bias(text: str) -> dict[str, float]:
+    """``'{"123": -100}'`` or ``123=-100,456=5`` as OpenAI's ``logit_bias`` (token id -> bias)."""
+    try:
+        pairs = json.loads(text) if text.lstrip().startswith("{") else dict(
+            item.split("=", 1) for item in text.split(",") if item.strip())
+        return {str(int(token)): float(bias) for token, bias in pairs.items()}
+    except (ValueError, AttributeError):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a logit bias; write TOKEN_ID=BIAS pairs like 1234=-100,42=5"
+        ) from None
+
+
+def sampling_arguments(func: Callable) -> Callable:
+    """Add the sampling flags, in a help group of their own, to a ``magic_arguments`` magic."""
+    decorators = [argument_group("Sampling (unset flags keep the engine's defaults)")]
+    for flags, dest, type_, help_ in _SAMPLING:
+        decorators.append(argument(*flags, dest=dest, type=type_, default=None, help=help_))
+    decorators.append(argument("--stop", action="append", default=None, metavar="TEXT",
+                               help="Stop when the reply produces TEXT; repeat for several."))
+    decorators.append(argument("--logit-bias", type=parse_logit_bias, default=None, metavar="BIASES",
+                               help="Token biases as TOKEN_ID=BIAS pairs (1234=-100,42=5) or a JSON object."))
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def output_arguments(func: Callable) -> Callable:
+    """Add the flags about what is shown and how the cell body is read."""
+    decorators = [
+        argument_group("Output"),
+        argument("--no-stream", action="store_true", default=None,
+                 help="Show the reply only when it is complete."),
+        argument("--show-request", action="store_true", default=None,
+                 help="Show the exact request body sent to the engine."),
+        argument("--raw", action="store_true", default=None,
+                 help="Show the raw streamed chunks as a table after the reply."),
+        argument("--tokens", nargs="?", type=int, const=5, default=None, metavar="N",
+                 help="Show the reply token by token with log-probabilities and the top N "
+                      "alternatives (default 5)."),
+        argument("--no-interpolate", action="store_true", default=None,
+                 help="Send the cell verbatim; by default {name} is replaced from the "
+                      "notebook's variables ({{ and }} are literal braces)."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def sampling_fields() -> list[str]:
+    return [dest for _, dest, _, _ in _SAMPLING] + ["stop", "logit_bias"]
+
+
+def set_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags the user actually set (config defaults included), for the record."""
+    return {key: value for key, value in vars(args).items() if value is not None}

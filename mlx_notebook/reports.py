@@ -1,0 +1,193 @@
+"""What the magics show besides turns: model summary, status, cache, sessions, history, prompts.
+
+Each function returns a ``Report``: plain text for the terminal and an HTML form for the
+notebook, built from the engine's own records (nothing is recomputed here).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from .sessions import Session
+from .turn import Turn
+
+__all__ = [
+    "Report", "text", "model_name", "model_summary", "status", "cache", "rendered_prompt",
+    "sessions", "history", "config", "request", "chunk_table",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Plain text plus an optional HTML rendering of the same content."""
+
+    plain: str
+    html: str | None = None
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        bundle = {"text/plain": self.plain}
+        if self.html is not None:
+            bundle["text/html"] = self.html
+        return bundle
+
+    def __str__(self) -> str:
+        return self.plain
+
+
+def text(plain: str) -> Report:
+    return Report(plain)
+
+
+def _get(record: Any, key: str, default: Any = None) -> Any:
+    if isinstance(record, dict):
+        return record.get(key, default)
+    return getattr(record, key, default)
+
+
+def _size(count: int | None) -> str:
+    if count is None:
+        return "unknown"
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(count) < 1000 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1000
+    return f"{count:.1f} GB"
+
+
+def _count(number: int | None) -> str:
+    if number is None:
+        return "unknown"
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if number >= scale:
+            return f"{number / scale:.1f}{unit}".replace(".0", "")
+    return str(number)
+
+
+def _yes(flag: Any) -> str:
+    return "yes" if flag else "no"
+
+
+def model_name(engine: Any) -> str:
+    return str(_get(engine.model_info, "name", "model"))
+
+
+def model_summary(info: Any) -> Report:
+    """The one line ``%load_model`` prints."""
+    quantization = _get(info, "quantization") or "not quantized"
+    if isinstance(quantization, dict):
+        quantization = f"{quantization.get('bits')}-bit, group {quantization.get('group_size')}"
+    return text(
+        f"Loaded {_get(info, 'name')}: {_count(_get(info, 'parameters'))} parameters, "
+        f"{quantization}, {_size(_get(info, 'memory_bytes'))}, "
+        f"context {_get(info, 'context_length') or 'unknown'} tokens, "
+        f"thinking: {_yes(_get(info, 'thinking'))}, tool calls: {_yes(_get(info, 'tool_calling'))}."
+    )
+
+
+def status(engine: Any) -> Report:
+    if engine is None:
+        return text("No model is loaded; run %load_model.")
+    info = engine.model_info
+    lines = [
+        f"model: {_get(info, 'name')} ({_get(info, 'model_type')}) at {_get(info, 'path')}",
+        f"memory: {_size(_get(info, 'memory_bytes'))}",
+        f"engine: {'healthy' if engine.healthy else 'stopped'}",
+        f"active requests: {engine.active_requests}",
+    ]
+    return text("\n".join(lines))
+
+
+def cache(info: Any) -> Report:
+    lines = [
+        f"entries: {_get(info, 'entries')}, tokens: {_get(info, 'tokens')}, "
+        f"bytes: {_size(_get(info, 'bytes'))} of {_size(_get(info, 'budget'))}",
+    ]
+    lookups = list(_get(info, "last_lookups") or _get(info, "lookups") or [])
+    if lookups:
+        lines.append("last lookups:")
+    for lookup in lookups:
+        cached, total = _get(lookup, "cached_tokens"), _get(lookup, "prompt_tokens")
+        reason = _get(lookup, "miss_reason") or _get(lookup, "reason")
+        verdict = "hit" if cached else "miss"
+        line = f"  {_get(lookup, 'request_id', '')} {verdict}: {cached} of {total} prompt tokens cached"
+        if reason:
+            line += f" ({reason})"
+        lines.append(line)
+    return text("\n".join(lines))
+
+
+def rendered_prompt(inspection: Any) -> Report:
+    """The template's output with special tokens marked: ``[[...]]`` in text, highlighted in HTML."""
+    tokens = list(_get(inspection, "tokens") or _get(inspection, "token_strings") or [])
+    ids = list(_get(inspection, "token_ids") or [])
+    special = set(_get(inspection, "special_tokens") or [])
+    prompt = _get(inspection, "prompt") or _get(inspection, "rendered") or ""
+    count = len(ids) or len(tokens)
+    if not special:
+        return Report(f"{prompt}\n[{count} tokens]",
+                      f"<pre>{html.escape(prompt)}</pre><p>{count} tokens</p>")
+    plain, marked = prompt, html.escape(prompt)
+    for token in sorted(special, key=len, reverse=True):
+        plain = plain.replace(token, f"[[{token}]]")
+        marked = marked.replace(html.escape(token), f"<mark>{html.escape(token)}</mark>")
+    return Report(f"{plain}\n[{count} tokens]", f"<pre>{marked}</pre><p>{count} tokens</p>")
+
+
+def sessions(all_sessions: Iterable[Session]) -> Report:
+    rows = [
+        f"{s.name}: {len(s.turns)} turn(s), {s.sent_turns} sent as history"
+        + (f", system: {s.system!r}" if s.system else "")
+        for s in all_sessions
+    ]
+    return text("\n".join(rows) or "No sessions yet; %%chat starts 'default'.")
+
+
+def history(session: Session) -> Report:
+    lines = [f"session '{session.name}'" + (f", system: {session.system!r}" if session.system else "")]
+    for number, turn in enumerate(session.turns, 1):
+        user = turn.user_message["content"] if turn.user_message else ""
+        mark = "" if turn.in_history else "  (not sent as history)"
+        lines.append(f"{number}. user: {_short(user)}")
+        for call in turn.tool_calls:
+            lines.append(f"   tool: {call['name']}({json.dumps(call['arguments'])}) -> "
+                         f"{call['error'] or _short(repr(call['result']))}")
+        lines.append(f"   assistant: {_short(turn.text)}{mark}")
+    return text("\n".join(lines))
+
+
+def config(defaults: dict[str, str]) -> Report:
+    if not defaults:
+        return text("No defaults set; every flag keeps the engine's default.")
+    return text("\n".join(f"{key}: {fragment}" for key, fragment in defaults.items()))
+
+
+def request(body: dict) -> Report:
+    dumped = json.dumps(body, indent=2, ensure_ascii=False)
+    return Report(dumped, f"<pre>{html.escape(dumped)}</pre>")
+
+
+def chunk_table(chunks: list[dict]) -> Report:
+    """``--raw``: one row per streamed chunk (index, delta, finish reason)."""
+    rows = []
+    for index, chunk in enumerate(chunks):
+        choice = chunk["choices"][0]
+        delta = choice.get("delta", {"text": choice.get("text", "")})
+        rows.append((str(index), json.dumps(delta, ensure_ascii=False), str(choice["finish_reason"] or "")))
+    header = ("#", "delta", "finish_reason")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(3)]
+    plain = "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
+                      for row in [header, *rows])
+    cells = "".join(
+        "<tr>" + "".join(f"<td><code>{html.escape(cell)}</code></td>" for cell in row) + "</tr>"
+        for row in rows
+    )
+    head = "".join(f"<th>{h}</th>" for h in header)
+    return Report(plain, f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>")
+
+
+def _short(value: str, limit: int = 100) -> str:
+    value = " ".join(value.split())
+    return value if len(value) <= limit else value[: limit - 1] + "…"

@@ -1,0 +1,186 @@
+"""Run one turn on the engine from the cell's thread: stream events, run tools, build the Turn.
+
+The cell blocks until the turn ends (a headless Run All must save the final answer), reading
+``handle.events()`` on its own thread and passing every event to the view as it arrives. A
+``KeyboardInterrupt`` (kernel interrupt, Ctrl-C) cancels the request on the engine and marks
+the turn interrupted; the engine finishes the request as ``cancelled`` and the next cell
+works. The tool loop sends each round's assistant message and the tools' results back as
+``tool`` messages and asks again, up to ``max_rounds`` model calls.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from mlx_notebook.engine import events
+
+from .tools import Tool, call_tool
+from .turn import Round, Turn
+
+__all__ = ["View", "run_turn", "DEFAULT_MAX_ROUNDS"]
+
+DEFAULT_MAX_ROUNDS = 5
+
+
+class View(Protocol):
+    """What a turn is shown on: the notebook's ``ChatView`` or the ``TerminalView``."""
+
+    def display(self) -> None: ...
+    def handle(self, event: events.EngineEvent) -> None: ...
+    def tool_result(self, call_id: str, result: Any = None, error: str | None = None) -> None: ...
+    def on_stop(self, callback: Callable[[], None]) -> None: ...
+    def finish(self, turn: Turn) -> None: ...
+
+
+Confirm = Callable[[str, dict], bool]
+"""Asks the user whether to run tool ``name`` with ``arguments``; True runs it."""
+
+
+def run_turn(
+    engine: Any,
+    turn: Turn,
+    view: View | None,
+    *,
+    kind: str = "chat",
+    tools: list[Tool] = (),
+    confirm: Confirm | None = None,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+) -> Turn:
+    """Send ``turn.request`` (and tool-loop follow-ups), filling ``turn`` as events arrive."""
+    started = time.perf_counter()
+    current: list[Any] = [None]
+    if view is not None:
+        view.on_stop(lambda: current[0] is not None and current[0].cancel())
+    body = turn.request
+    try:
+        for number in range(max_rounds):
+            round_ = Round(request=body)
+            turn.rounds.append(round_)
+            current[0] = engine.submit(body, kind=kind)
+            _consume(current[0], turn, round_, view, kind)
+            _summarize(turn, started)
+            if turn.interrupted or turn.error or not round_.tool_calls or not tools:
+                break
+            if number == max_rounds - 1:
+                turn.error = (
+                    f"the model was still calling tools after {max_rounds} rounds; "
+                    "raise --max-rounds to let it continue"
+                )
+                break
+            _run_tools(round_, tools, confirm, view)
+            body = {**body, "messages": [*body["messages"], *round_.messages()]}
+    except KeyboardInterrupt:  # between rounds: in a tool, its confirmation or a submit
+        turn.interrupted = True
+        if current[0] is not None:
+            current[0].cancel()
+    finally:
+        _summarize(turn, started)
+    return turn
+
+
+def _consume(handle: Any, turn: Turn, round_: Round, view: View | None, kind: str) -> None:
+    """Record every event of one request; on KeyboardInterrupt cancel it and drain the rest."""
+    stream = handle.events()
+    chunk = _Chunker(handle.id, turn.model, kind)
+    try:
+        for event in stream:
+            _record(turn, round_, event, chunk)
+            if view is not None:
+                view.handle(event)
+    except KeyboardInterrupt:
+        handle.cancel()
+        turn.interrupted = True
+        try:
+            # The engine ends a cancelled request promptly with Usage and Finished; reading
+            # them keeps the token counts honest. A second interrupt stops waiting.
+            for event in stream:
+                _record(turn, round_, event, chunk)
+        except KeyboardInterrupt:
+            pass
+
+
+def _record(turn: Turn, round_: Round, event: events.EngineEvent, chunk: "_Chunker") -> None:
+    if isinstance(event, events.ReasoningDelta):
+        round_.reasoning += event.text
+        turn.chunks.append(chunk({"reasoning": event.text}))
+    elif isinstance(event, events.ContentDelta):
+        round_.content += event.text
+        turn.chunks.append(chunk({"content": event.text}))
+    elif isinstance(event, events.ToolCall):
+        call = {"id": event.id, "name": event.name, "arguments": dict(event.arguments),
+                "result": None, "error": None}
+        round_.tool_calls.append(call)
+        turn.tool_calls.append(call)
+        turn.chunks.append(chunk({"tool_calls": [{
+            "index": event.index, "id": event.id, "type": "function",
+            "function": {"name": event.name, "arguments": json.dumps(event.arguments)},
+        }]}))
+    elif isinstance(event, events.TokenLogprobs):
+        if turn.logprobs is None:
+            turn.logprobs = []
+        turn.logprobs.append({
+            "token_id": event.token_id, "token": event.token, "logprob": event.logprob,
+            "top_logprobs": [{"token": t, "logprob": p} for t, p in event.top],
+        })
+    elif isinstance(event, events.Usage):
+        round_.usage = {"prompt_tokens": event.prompt_tokens, "cached_tokens": event.cached_tokens,
+                        "completion_tokens": event.completion_tokens}
+        _timings(turn, event)
+    elif isinstance(event, events.Finished):
+        round_.finish_reason = event.reason
+        if event.reason == "cancelled":
+            turn.interrupted = True
+        turn.chunks.append(chunk({}, finish_reason=event.reason))
+    elif isinstance(event, events.Error):
+        turn.error = event.message
+
+
+def _timings(turn: Turn, usage: events.Usage) -> None:
+    timings = turn.timings
+    if timings.get("time_to_first_token") is None:
+        timings["time_to_first_token"] = usage.time_to_first_token
+    timings["prefill_tokens_per_second"] = usage.prefill_tokens_per_second
+    timings["decode_tokens_per_second"] = usage.decode_tokens_per_second
+    timings["peak_memory"] = max(timings.get("peak_memory") or 0, usage.peak_memory)
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunker:
+    """Builds the streamed chunks the HTTP path would send, for ``--raw`` and ``turn.chunks``."""
+
+    request_id: str
+    model: str
+    kind: str
+
+    def __call__(self, delta: dict, *, finish_reason: str | None = None) -> dict:
+        head = {"id": self.request_id, "created": int(time.time()), "model": self.model}
+        if self.kind == "completion":
+            choice = {"index": 0, "text": delta.get("content", ""), "finish_reason": finish_reason}
+            return {**head, "object": "text_completion", "choices": [choice]}
+        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+        return {**head, "object": "chat.completion.chunk", "choices": [choice]}
+
+
+def _summarize(turn: Turn, started: float) -> None:
+    """Derive the turn's totals from its rounds: last answer, all reasoning, summed usage."""
+    rounds = turn.rounds
+    if not rounds:
+        return
+    turn.content = rounds[-1].content
+    turn.reasoning = "\n".join(r.reasoning for r in rounds if r.reasoning)
+    turn.finish_reason = rounds[-1].finish_reason
+    turn.usage = {key: sum(r.usage[key] for r in rounds) for key in turn.usage}
+    turn.timings["total_seconds"] = time.perf_counter() - started
+
+
+def _run_tools(round_: Round, tools: list[Tool], confirm: Confirm | None, view: View | None) -> None:
+    for call in round_.tool_calls:
+        if confirm is not None and not confirm(call["name"], call["arguments"]):
+            call["error"] = "the user declined to run this tool call"
+        else:
+            call["result"], call["error"] = call_tool(tools, call["name"], call["arguments"])
+        if view is not None:
+            view.tool_result(call["id"], result=call["result"], error=call["error"])

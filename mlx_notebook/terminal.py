@@ -1,0 +1,76 @@
+"""Plain-text streaming of a turn, for terminal IPython and any shell without a kernel.
+
+It has the same surface as the notebook's ``ChatView`` (``display``, ``handle``,
+``tool_result``, ``on_stop``, ``finish``) so the cell code does not care which it drives.
+Reasoning is shown in brackets as it streams, then the answer, then one summary line; Ctrl-C
+is the stop button here, so ``on_stop`` has nothing to wire.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable, TextIO
+
+from mlx_notebook.engine import events
+
+from .turn import Turn
+
+__all__ = ["TerminalView"]
+
+
+class TerminalView:
+    """Writes a turn's events to a text stream as they arrive."""
+
+    def __init__(self, turn_model: str, session: str, *, stream: TextIO | None = None) -> None:
+        # Resolved now, not at import, so IPython's and pytest's stdout capture apply.
+        self._out = stream if stream is not None else sys.stdout
+        self._section: str | None = None
+        self._written = False
+        self.model = turn_model
+        self.session = session
+
+    def display(self) -> None:
+        pass
+
+    def on_stop(self, callback: Callable[[], None]) -> None:
+        pass
+
+    def handle(self, event: events.EngineEvent) -> None:
+        if isinstance(event, events.ReasoningDelta):
+            self._start("reasoning", "[thinking] ")
+            self._write(event.text)
+        elif isinstance(event, events.ContentDelta):
+            self._start("content")
+            self._write(event.text)
+        elif isinstance(event, events.ToolCall):
+            self._start("line", f"[tool call] {event.name}({json.dumps(event.arguments)})")
+        elif isinstance(event, events.ParseProblem):
+            self._start("line", f"[unparsed markup: {event.message}] {event.text}")
+        elif isinstance(event, events.Error):
+            self._start("line", f"[error] {event.message}")
+
+    def tool_result(self, call_id: str, result: Any = None, error: str | None = None) -> None:
+        outcome = f"error: {error}" if error is not None else repr(result)
+        self._start("line", f"[tool result] {outcome}")
+
+    def finish(self, turn: Turn) -> None:
+        if turn.interrupted:
+            self._write(" [interrupted]")
+        if turn.error and self._section != "line":
+            self._start("line", f"[error] {turn.error}")
+        self._start("line", f"[{turn.summary()}]\n")
+
+    def _start(self, section: str, prefix: str = "") -> None:
+        """Begin a section on a new line; a ``line`` section always starts a new line."""
+        if self._section != section or section == "line":
+            if self._written:
+                self._write("\n")
+            self._write(prefix)
+        self._section = section
+
+    def _write(self, text: str) -> None:
+        if text:
+            self._out.write(text)
+            self._out.flush()
+            self._written = True

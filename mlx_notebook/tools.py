@@ -1,0 +1,184 @@
+"""Plain Python functions as tools the model can call: schemas, the registry and one call.
+
+The JSON schema comes from the signature (required = no default), the type hints and the
+docstring (first paragraph = description; Google ``Args:`` or Sphinx ``:param x:`` lines =
+parameter descriptions). Type hints go through transformers' converter, the one chat
+templates are tested against; its ``get_json_schema`` itself is not used because it rejects
+functions without a docstring or a hint on every parameter, and a notebook user's quick
+function should still work.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from transformers.utils.chat_template_utils import (
+    TypeHintParsingException,
+    _parse_type_hint,
+    parse_google_format_docstring,
+)
+
+__all__ = ["Tool", "ToolError", "tool", "make_tool", "registered_tools", "resolve_tools", "call_tool",
+           "ask_before_running"]
+
+_SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:[^:\s]+\s+)?(\w+)\s*:\s*(.+?)\s*$", re.MULTILINE)
+
+
+class ToolError(Exception):
+    """A function cannot be offered as a tool, or a tools name does not resolve; one sentence."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A Python function with the schema the model sees."""
+
+    name: str
+    description: str
+    parameters: dict
+    """JSON schema of the arguments object."""
+    function: Callable[..., Any]
+
+    def schema(self) -> dict:
+        """The OpenAI ``tools`` entry."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+_registry: dict[str, Tool] = {}
+
+
+def make_tool(function: Callable[..., Any], *, name: str | None = None,
+              description: str | None = None) -> Tool:
+    """Describe ``function`` as a tool; raise ToolError when a hint has no JSON form."""
+    if not callable(function):
+        raise ToolError(f"{name or function!r} is not a function, so it cannot be a tool.")
+    name = name or getattr(function, "__name__", None)
+    if not name or not name.isidentifier():
+        raise ToolError(f"{function!r} has no usable name; pass tool(name='...').")
+    doc = inspect.getdoc(function) or ""
+    summary, google_args, _ = parse_google_format_docstring(doc) if doc else (None, {}, None)
+    param_docs = {**dict(_SPHINX_PARAM.findall(doc)), **(google_args or {})}
+    if summary:
+        summary = summary.split(":param")[0].strip()
+    return Tool(
+        name=name,
+        description=description or summary or "",
+        parameters=_parameters_schema(function, name, param_docs),
+        function=function,
+    )
+
+
+def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict) -> dict:
+    signature = inspect.signature(function)
+    try:
+        hints = typing.get_type_hints(function)
+    except Exception:  # unresolvable forward references: describe untyped rather than refuse
+        hints = {}
+    properties: dict[str, dict] = {}
+    required: list[str] = []
+    for parameter in signature.parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        schema: dict[str, Any] = {}
+        if parameter.name in hints:
+            try:
+                schema = dict(_parse_type_hint(hints[parameter.name]))
+            except TypeHintParsingException:
+                raise ToolError(
+                    f"Parameter '{parameter.name}' of tool '{name}' has type "
+                    f"{_hint_name(hints[parameter.name])}, which has no JSON form; use str, int, "
+                    "float, bool, list, dict, Literal or an Enum."
+                ) from None
+        if parameter.name in param_docs:
+            schema["description"] = param_docs[parameter.name]
+        properties[parameter.name] = schema
+        if parameter.default is parameter.empty:
+            required.append(parameter.name)
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    return out
+
+
+def _hint_name(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def tool(function: Callable[..., Any] | None = None, *, name: str | None = None,
+         description: str | None = None):
+    """Offer ``function`` to every ``%%chat`` as a tool (``@tool`` or ``@tool(name=...)``).
+
+    The function itself is returned unchanged, so it stays callable as before.
+    """
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        described = make_tool(fn, name=name, description=description)
+        _registry[described.name] = described
+        return fn
+
+    return register(function) if function is not None else register
+
+
+def registered_tools() -> dict[str, Tool]:
+    """The tools registered with ``@tool``, by name."""
+    return dict(_registry)
+
+
+def resolve_tools(names: list[str] | None, namespace: dict) -> list[Tool]:
+    """The tools a chat offers: ``names`` from the registry or namespace, or every registered one.
+
+    ``names`` None means "not chosen", so every ``@tool`` function is offered; an empty list
+    (``--tools none``) offers none.
+    """
+    if names is None:
+        return list(_registry.values())
+    tools = []
+    for name in names:
+        if name in _registry:
+            tools.append(_registry[name])
+        elif name in namespace:
+            tools.append(make_tool(namespace[name], name=name))
+        else:
+            raise ToolError(
+                f"There is no function named '{name}' in the notebook; define it or decorate it "
+                "with @mlx_notebook.tool."
+            )
+    return tools
+
+
+def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str | None]:
+    """Run one call; return ``(result, None)`` or ``(None, error message)``, never raise.
+
+    The model reads the error and may retry, so exceptions from the function, an unknown
+    tool name and arguments that do not fit the signature all become messages.
+    """
+    by_name = {t.name: t for t in tools}
+    if name not in by_name:
+        offered = ", ".join(sorted(by_name)) or "none"
+        return None, f"unknown tool '{name}' (tools offered: {offered})"
+    function = by_name[name].function
+    try:
+        inspect.signature(function).bind(**arguments)
+    except TypeError as exc:
+        return None, f"bad arguments for {name}: {exc}"
+    try:
+        return function(**arguments), None
+    except Exception as exc:  # the model sees the failure; the notebook keeps running
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def ask_before_running(name: str, arguments: dict) -> bool:
+    """``--confirm``: ask on stdin (the notebook's input box) whether to run a call."""
+    answer = input(f"Run {name}({json.dumps(arguments)})? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
