@@ -1,0 +1,29 @@
+"""Reasoning and tool-call parsing: the one ``StreamFilter`` every path splits output with.
+
+Public surface: ``StreamFilter`` (streaming), ``parse_output`` (the buffered oracle),
+``Event``/``ParsedOutput`` (results), ``Family``/``FAMILIES``/``get_family`` (formats).
+"""
+
+from ._families import FAMILIES, Family, ToolMarker, family_names, get_family
+from ._stream_filter import Event, ParsedOutput, StreamFilter, merge_events, parse_output
+from ._tokenizer_family import family_for_tokenizer, prompt_starts_in_reasoning
+
+__all__ = [
+    "StreamFilter",
+    "parse_output",
+    "Event",
+    "ParsedOutput",
+    "merge_events",
+    "Family",
+    "ToolMarker",
+    "FAMILIES",
+    "family_names",
+    "get_family",
+    "family_for_tokenizer",
+    "prompt_starts_in_reasoning",
+]
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if hasattr(_obj, "__module__") and isinstance(_obj, type):
+        _obj.__module__ = __name__

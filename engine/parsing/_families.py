@@ -1,0 +1,161 @@
+"""Model families: which markers split a reply, and which parser reads a tool-call body.
+
+A family is data, not code: the stream filter reads the markers from it and calls its tool
+parser (a module with mlx-lm's ``tool_parsers`` surface) on each complete call. Bodies are
+parsed by mlx-lm's own modules where it has the family (``mlx_lm.tool_parsers.<name>``) and by
+ours in ``mlx_notebook.engine.parsers`` where it has none or needs adapting.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+__all__ = ["Family", "ToolMarker", "FAMILIES", "get_family", "family_names"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMarker:
+    """One way a tool call is delimited in the output.
+
+    ``end`` empty means the format has no closing marker (Mistral's ``[TOOL_CALLS]``): then
+    ``scanner`` names the body scanner that finds where the call ends by its syntax.
+    ``keep`` passes the markers to the parser with the body (for a marker that is part of
+    the body's own syntax, like Qwen3-Coder's bare ``<function=...>``).
+    """
+
+    start: str
+    end: str
+    scanner: str | None = None
+    keep: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """How one model family marks reasoning and tool calls in its output."""
+
+    name: str
+    think: tuple[str, str] | None = None
+    """(open, close) markers around reasoning, or None when the family does not reason."""
+    tools: tuple[ToolMarker, ...] = ()
+    parser: str | None = None
+    """Module name of the tool-call body parser (ours first, then mlx-lm's)."""
+    starts_in_reasoning: bool = False
+    """The state a reply starts in when the caller does not know the prompt (DeepSeek-R1's
+    template always pre-fills ``<think>``, so its replies begin inside reasoning)."""
+    tool_ends_reasoning: bool = True
+    """A tool call opened inside reasoning ends the reasoning (templates allow calling a tool
+    straight from thought; mlx-lm's state machine makes the same transition)."""
+    bare_call_list: bool = False
+    """A reply may be a bare ``[f(x=1), g()]`` list of calls (Llama-3.2/4 pythonic style)."""
+
+    def parser_module(self) -> ModuleType | None:
+        if self.parser is None:
+            return None
+        return _load_parser(self.parser)
+
+
+def _load_parser(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(f"mlx_notebook.engine.parsers.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"mlx_notebook.engine.parsers.{name}":
+            raise
+    return importlib.import_module(f"mlx_lm.tool_parsers.{name}")
+
+
+_THINK = ("<think>", "</think>")
+_TOOL_CALL = ToolMarker("<tool_call>", "</tool_call>")
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("plain"),
+        Family("qwen3", think=_THINK, tools=(_TOOL_CALL,), parser="json_tools"),
+        Family(
+            "deepseek_r1",
+            think=_THINK,
+            tools=(ToolMarker("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),),
+            parser="deepseek_r1",
+            starts_in_reasoning=True,
+        ),
+        Family(
+            "qwen3_coder",
+            think=_THINK,
+            tools=(_TOOL_CALL, ToolMarker("<function=", "</function>", keep=True)),
+            parser="qwen3_coder",
+        ),
+        Family(
+            "mistral",
+            think=("[THINK]", "[/THINK]"),
+            tools=(ToolMarker("[TOOL_CALLS]", "", scanner="mistral"),),
+            parser="mistral",
+        ),
+        Family(
+            "pythonic",
+            think=_THINK,
+            tools=(
+                ToolMarker("<|tool_call_start|>", "<|tool_call_end|>"),
+                ToolMarker("<|python_start|>", "<|python_end|>"),
+            ),
+            parser="pythonic",
+            bare_call_list=True,
+        ),
+        Family(
+            "gemma4",
+            think=("<|channel>thought", "<channel|>"),
+            tools=(ToolMarker("<|tool_call>", "<tool_call|>"),),
+            parser="gemma4",
+        ),
+        Family(
+            "kimi_k2",
+            think=_THINK,
+            tools=(
+                ToolMarker("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
+                ToolMarker("<|tool_call_section_begin|>", "<|tool_call_section_end|>"),
+            ),
+            parser="kimi_k2",
+        ),
+        Family("glm47", think=_THINK, tools=(_TOOL_CALL,), parser="glm47"),
+        Family(
+            "minimax_m2",
+            think=_THINK,
+            tools=(ToolMarker("<minimax:tool_call>", "</minimax:tool_call>"),),
+            parser="minimax_m2",
+        ),
+        Family(
+            "function_gemma",
+            tools=(ToolMarker("<start_function_call>", "<end_function_call>"),),
+            parser="function_gemma",
+        ),
+        Family(
+            "longcat",
+            think=("<longcat_think>", "</longcat_think>"),
+            tools=(ToolMarker("<longcat_tool_call>", "</longcat_tool_call>"),),
+            parser="longcat",
+        ),
+        Family(
+            "deepseek_v4",
+            think=_THINK,
+            tools=(ToolMarker("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),),
+            parser="deepseek_v4",
+        ),
+    )
+}
+
+
+def family_names() -> list[str]:
+    return list(FAMILIES)
+
+
+def get_family(family: str | Family) -> Family:
+    """The family named ``family`` (a Family passes through), or ValueError naming the choices."""
+    if isinstance(family, Family):
+        return family
+    try:
+        return FAMILIES[family]
+    except KeyError:
+        raise ValueError(
+            f"Unknown parser family {family!r}; choose one of: {', '.join(FAMILIES)}."
+        ) from None

@@ -1,0 +1,397 @@
+"""The one splitter: model output text in, reasoning / content / tool-call events out.
+
+``StreamFilter`` reads a reply delta by delta and never lets a marker, or a fragment of one,
+reach reasoning or content: a tail of the text that could still grow into a marker is
+withheld until the next delta settles it. Decisions depend only on the text, never on where
+it was cut, so any chunking of a reply gives the same events as one ``feed`` of the whole
+(``parse_output``, the buffered oracle). Per feed the work is proportional to the delta plus
+the withheld tail (at most one marker long); a tool-call body is collected as pieces and
+parsed once, when its closing marker arrives.
+
+Example (qwen3)::
+
+    f = StreamFilter("qwen3")
+    f.feed("<think>hm</thi")  # [Event("reasoning", "hm")]   ("</thi" withheld)
+    f.feed("nk>Hi <tool_")    # [Event("content", "Hi ")]    ("<tool_" withheld)
+    f.feed('call>{"name": "f", "arguments": {}}</tool_call>')
+                              # [Event("tool_call", raw, name="f", arguments={})]
+    f.finish()                # []
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._body_scanners import make_scanner
+from ._families import Family, ToolMarker, get_family
+
+__all__ = ["Event", "StreamFilter", "ParsedOutput", "parse_output", "merge_events"]
+
+EventKind = Literal["reasoning", "content", "tool_call", "problem"]
+
+# Filter modes, shown as "state" in traces. UNDECIDED: the caller did not say whether the
+# prompt opened reasoning, so text is held until the output itself says (see StreamFilter).
+REASONING, CONTENT, TOOL, UNDECIDED = "reasoning", "content", "tool_call", "undecided"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One piece of a parsed reply.
+
+    ``reasoning``/``content``: ``text`` is the text. ``tool_call``: ``text`` is the raw markup
+    (markers included), ``name`` and ``arguments`` the parsed call, ``id`` the model's own call
+    id when its format has one. ``problem``: ``text`` is the raw markup that did not parse and
+    ``message`` says why; it is never dropped.
+    """
+
+    kind: EventKind
+    text: str
+    name: str | None = None
+    arguments: dict[str, Any] | None = None
+    id: str | None = None
+    message: str = ""
+
+
+def merge_events(events: list[Event]) -> list[Event]:
+    """Join adjacent reasoning (or content) events: the form chunkings are compared in."""
+    merged: list[Event] = []
+    for event in events:
+        if (
+            merged
+            and event.kind in (REASONING, CONTENT)
+            and merged[-1].kind == event.kind
+        ):
+            merged[-1] = Event(event.kind, merged[-1].text + event.text)
+        elif event.kind in (REASONING, CONTENT) and not event.text:
+            continue
+        else:
+            merged.append(event)
+    return merged
+
+
+class StreamFilter:
+    """Splits one reply of one request; make a new one per request (state is per instance).
+
+    ``starts_in_reasoning`` says whether the rendered prompt left reasoning open (a template
+    that pre-fills ``<think>``): True or False when known (``for_tokenizer`` always knows).
+    None (the default) takes the family's own answer when it has one (DeepSeek-R1 always
+    pre-fills), and otherwise holds the text until the output decides: a ``</think>`` makes
+    what came before reasoning, while a tool call or the end of the reply makes it content.
+    """
+
+    def __init__(
+        self,
+        family: str | Family,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        starts_in_reasoning: bool | None = None,
+    ) -> None:
+        self.family = get_family(family)
+        self.tools = tools
+        if starts_in_reasoning is None and self.family.starts_in_reasoning:
+            starts_in_reasoning = True
+        self.starts_in_reasoning = bool(starts_in_reasoning and self.family.think)
+        if self.starts_in_reasoning:
+            self.mode = REASONING
+        elif starts_in_reasoning is None and self.family.think:
+            self.mode = UNDECIDED
+        else:
+            self.mode = CONTENT
+        self._tail = ""  # received, not yet scanned to a decision (at most a marker long)
+        self._pending: list[str] = []  # scanned text held while UNDECIDED
+        self._reasoning_seen = self.starts_in_reasoning
+        self._spoke = self.starts_in_reasoning  # any output yet (ends "leading" markers)
+        self._mode_has_text = False  # non-whitespace text emitted in the current mode
+        self._marker: ToolMarker | None = None
+        self._body: list[str] = []
+        self._scanner = None
+        self._finished = False
+        self._out: list[Event] = []
+        fam = self.family
+        self._tool_edges = [(m.start, m) for m in fam.tools]
+        self._max_marker = max(
+            [len(s) for s, _ in self._tool_edges] + [len(s) for s in fam.think or ()] + [1]
+        )
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer: Any, rendered_prompt: str, *, tools=None) -> StreamFilter:
+        """A filter for this model's family, starting where the rendered prompt leaves off."""
+        from ._tokenizer_family import family_for_tokenizer, prompt_starts_in_reasoning
+
+        family = family_for_tokenizer(tokenizer)
+        return cls(
+            family,
+            tools=tools,
+            starts_in_reasoning=prompt_starts_in_reasoning(family, rendered_prompt),
+        )
+
+    # -- public surface -------------------------------------------------------------------
+
+    @property
+    def withheld(self) -> str:
+        """Text received but not emitted yet: a possible marker, an open call, undecided text."""
+        held = "".join(self._pending) + self._tail
+        if self.mode == TOOL:
+            return self._marker.start + "".join(self._body) + held
+        return held
+
+    def feed(self, delta: str) -> list[Event]:
+        """Consume the next piece of decoded text; return the events it completes."""
+        if self._finished:
+            raise ValueError("StreamFilter.feed() after finish(): make a new filter per reply.")
+        self._tail += delta
+        while self._tail and self._step():
+            pass
+        return self._take()
+
+    def finish(self) -> list[Event]:
+        """End of reply: flush the withheld tail; an unclosed tool call becomes a problem."""
+        if self._finished:
+            return []
+        self._finished = True
+        if self.mode == TOOL:
+            raw = self._marker.start + "".join(self._body) + self._tail
+            self._problem(raw, "The tool call was cut off before it was closed.")
+        else:
+            # A marker prefix that never completed is plain text; undecided text is content.
+            self._release(CONTENT if self.mode == UNDECIDED else self.mode, self._tail)
+        self._tail = ""
+        return self._take()
+
+    # -- scanning ---------------------------------------------------------------------------
+
+    def _step(self) -> bool:
+        """Advance once; False when the rest of the text must wait for more input."""
+        if self.mode == TOOL:
+            return self._step_tool()
+        buf = self._tail
+        anywhere, leading = self._edges()
+        hit = _find_marker(buf, anywhere, leading, self._max_marker)
+        if hit is None:
+            self._emit(self.mode, buf)
+            self._tail = ""
+            return False
+        pos, marker, action = hit
+        if marker is None:  # a possible marker starts at pos: wait for more text
+            self._emit(self.mode, buf[:pos])
+            self._tail = buf[pos:]
+            return False
+        self._tail = buf[pos + len(marker):]
+        if self.mode == UNDECIDED:
+            # The marker decides what the held text was.
+            self._release(REASONING if action == "close_think" else CONTENT, buf[:pos])
+        else:
+            self._emit(self.mode, buf[:pos])
+        self._transition(action)
+        return True
+
+    def _edges(self):
+        """Markers that can fire in the current mode: anywhere, or only before any text."""
+        think = self.family.think
+        if self.mode == REASONING:
+            anywhere = [(think[1], "close_think")]
+            if self.family.tool_ends_reasoning:
+                anywhere += self._tool_edges
+            # The model may repeat the ``<think>`` its prompt already opened: drop it.
+            leading = [(think[0], "drop")] if not self._mode_has_text else []
+            return anywhere, leading
+        anywhere = list(self._tool_edges)
+        if self.mode == UNDECIDED:
+            anywhere.append((think[1], "close_think"))
+        leading = []
+        if think and not self._spoke:
+            leading = [(think[0], "open_think")]
+        return anywhere, leading
+
+    def _transition(self, action) -> None:
+        if action == "drop":
+            return
+        self._mode_has_text = False
+        self._spoke = True
+        if action == "open_think":
+            self.mode = REASONING
+            self._reasoning_seen = True
+        elif action == "close_think":
+            self.mode = CONTENT
+        else:  # a ToolMarker: a call opens
+            self._reasoning_seen = True
+            self.mode = TOOL
+            self._marker = action
+            self._body = []
+            self._scanner = make_scanner(action.scanner)
+
+    def _step_tool(self) -> bool:
+        buf, marker = self._tail, self._marker
+        if self._scanner is not None:
+            n = self._scanner.feed(buf)
+            if n is None:
+                self._body.append(buf)
+                self._tail = ""
+                return False
+            self._body.append(buf[:n])
+            self._tail = buf[n:]
+            self._close_call()
+            return True
+        p = buf.find(marker.end)
+        if p == -1:
+            keep = _partial_suffix(buf, marker.end)
+            self._body.append(buf[: len(buf) - keep])
+            self._tail = buf[len(buf) - keep:]
+            return False
+        self._body.append(buf[:p])
+        self._tail = buf[p + len(marker.end):]
+        self._close_call()
+        return True
+
+    def _close_call(self) -> None:
+        marker, body = self._marker, "".join(self._body)
+        raw = marker.start + body + marker.end
+        self.mode, self._marker, self._body, self._scanner = CONTENT, None, [], None
+        self._mode_has_text = False
+        try:
+            calls = parse_calls(self.family, raw if marker.keep else body, self.tools)
+        except Exception as exc:  # any parser failure on model output is a problem, not a crash
+            self._problem(raw, f"The tool call did not parse: {exc}")
+            return
+        for call in calls:
+            self._out.append(
+                Event("tool_call", raw, name=call["name"], arguments=call["arguments"],
+                      id=call.get("id"))
+            )
+
+    # -- output -----------------------------------------------------------------------------
+
+    def _emit(self, kind: str, text: str) -> None:
+        if not text:
+            return
+        if not self._mode_has_text and not text.isspace():
+            self._mode_has_text = True
+            self._spoke = True
+        if kind == UNDECIDED:
+            self._pending.append(text)
+            return
+        out = self._out
+        if out and out[-1].kind == kind:
+            out[-1] = Event(kind, out[-1].text + text)
+        else:
+            out.append(Event(kind, text))
+
+    def _release(self, kind: str, text: str) -> None:
+        """Emit the held undecided text, then ``text``, as ``kind``."""
+        held, self._pending = "".join(self._pending), []
+        self._emit(kind, held + text)
+
+    def _problem(self, raw: str, message: str) -> None:
+        self._spoke = True
+        self._out.append(Event("problem", raw, message=message))
+
+    def _take(self) -> list[Event]:
+        out, self._out = self._out, []
+        return out
+
+
+def _find_marker(buf: str, anywhere, leading, max_len: int):
+    """Where the next marker is: (pos, marker, action), (pos, None, None) when a marker might
+    start at pos but is not complete yet, or None when no text needs to wait."""
+    best = None
+    for marker, action in anywhere:
+        p = buf.find(marker)
+        if p != -1 and (best is None or p < best[0] or (p == best[0] and len(marker) > len(best[1]))):
+            best = (p, marker, action)
+    ws = -1
+    if leading:
+        ws = len(buf) - len(buf.lstrip())
+        for marker, action in leading:
+            if buf.startswith(marker, ws) and (best is None or ws <= best[0]):
+                best = (ws, marker, action)
+    limit = best[0] if best is not None else len(buf)
+    for q in range(max(0, len(buf) - max_len + 1), min(limit + 1, len(buf))):
+        tail = buf[q:]
+        edges = anywhere + leading if q == ws else anywhere
+        for marker, _ in edges:
+            if len(marker) > len(tail) and marker.startswith(tail):
+                return (q, None, None)
+    return best
+
+
+def _partial_suffix(buf: str, marker: str) -> int:
+    """Length of the longest end of ``buf`` that is a proper prefix of ``marker``."""
+    for k in range(min(len(marker) - 1, len(buf)), 0, -1):
+        if buf.endswith(marker[:k]):
+            return k
+    return 0
+
+
+def parse_calls(family: Family, text: str, tools) -> list[dict[str, Any]]:
+    """Parse one call body with the family's parser into ``[{"name", "arguments"[, "id"]}]``."""
+    module = family.parser_module()
+    if module is None:
+        raise ValueError(f"family {family.name!r} has no tool-call parser")
+    result = module.parse_tool_call(text.strip(), tools)
+    calls = result if isinstance(result, list) else [result]
+    if not calls:
+        raise ValueError("no call found in the markup")
+    return [_normalize_call(call) for call in calls]
+
+
+def _normalize_call(call: Any) -> dict[str, Any]:
+    if not isinstance(call, dict):
+        raise ValueError(f"expected a call object, got {type(call).__name__}")
+    name = call.get("name")
+    if "arguments" in call:
+        arguments = call["arguments"]
+    else:
+        arguments = call.get("parameters", {})
+    if isinstance(arguments, str):
+        # Some templates render the arguments as a JSON string.
+        arguments = json.loads(arguments) if arguments.strip() else {}
+    if arguments is None:
+        arguments = {}
+    if not isinstance(name, str) or not name:
+        raise ValueError("the call has no function name")
+    if not isinstance(arguments, dict):
+        raise ValueError(f"the arguments of {name!r} are not an object")
+    if name == "unknown" and set(arguments) == {"raw"}:
+        # mlx-lm's glm47 parser labels text it could not read this way.
+        raise ValueError("no function name or arguments could be read")
+    out = {"name": name, "arguments": arguments}
+    if isinstance(call.get("id"), str):
+        out["id"] = call["id"]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedOutput:
+    """A whole reply, split: what the streaming filter emits, concatenated by kind."""
+
+    reasoning: str
+    content: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """One ``{"name": str, "arguments": dict}`` per call, in order."""
+    problems: list[Event] = field(default_factory=list)
+    """Markup that did not parse (raw text in ``.text``, reason in ``.message``)."""
+    events: list[Event] = field(default_factory=list)
+    """The merged event sequence (what any chunking of the reply must reproduce)."""
+
+
+def parse_output(
+    text: str,
+    family: str | Family,
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    starts_in_reasoning: bool | None = None,
+) -> ParsedOutput:
+    """Split a whole reply: the buffered oracle every streaming chunking must equal."""
+    f = StreamFilter(family, tools=tools, starts_in_reasoning=starts_in_reasoning)
+    events = merge_events(f.feed(text) + f.finish())
+    return ParsedOutput(
+        reasoning="".join(e.text for e in events if e.kind == REASONING),
+        content="".join(e.text for e in events if e.kind == CONTENT),
+        tool_calls=[
+            {"name": e.name, "arguments": e.arguments} for e in events if e.kind == "tool_call"
+        ],
+        problems=[e for e in events if e.kind == "problem"],
+        events=events,
+    )

@@ -1,0 +1,120 @@
+"""Which family a model's output belongs to, read from its tokenizer; where a reply starts.
+
+mlx-lm already infers both halves when it loads a tokenizer (``tokenizer_utils``:
+``_infer_tool_parser`` from the chat template and vocabulary, ``_infer_thinking`` from the
+vocabulary), so we reuse its answers instead of keeping a second table of template
+fingerprints: a ``TokenizerWrapper`` carries them, a bare Hugging Face tokenizer gets them
+computed the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from pathlib import Path
+from typing import Any
+
+from ._families import FAMILIES, Family, ToolMarker
+
+__all__ = ["family_for_tokenizer", "prompt_starts_in_reasoning"]
+
+# mlx-lm tool-parser module -> our family with the same output format.
+_FAMILY_OF_PARSER = {
+    "json_tools": "qwen3",
+    "qwen3_coder": "qwen3_coder",
+    "mistral": "mistral",
+    "pythonic": "pythonic",
+    "gemma4": "gemma4",
+    "kimi_k2": "kimi_k2",
+    "glm47": "glm47",
+    "minimax_m2": "minimax_m2",
+    "function_gemma": "function_gemma",
+    "longcat": "longcat",
+}
+
+_cache: "weakref.WeakKeyDictionary[Any, Family]" = weakref.WeakKeyDictionary()
+
+
+def family_for_tokenizer(tokenizer: Any) -> Family:
+    """The family of a model, from an mlx-lm ``TokenizerWrapper`` or a Hugging Face tokenizer.
+
+    Cached per tokenizer object: it scans the vocabulary once, not once per request.
+    """
+    try:
+        return _cache[tokenizer]
+    except (KeyError, TypeError):
+        pass
+    family = _detect(tokenizer)
+    try:
+        _cache[tokenizer] = family
+    except TypeError:  # not weak-referenceable: detect again next time
+        pass
+    return family
+
+
+def _detect(tokenizer: Any) -> Family:
+    from mlx_lm.tokenizer_utils import TokenizerWrapper, _infer_thinking, _infer_tool_parser
+
+    if isinstance(tokenizer, TokenizerWrapper):
+        hf = tokenizer._tokenizer
+        parser = tokenizer.tool_parser
+        parser_type = parser.__module__.rsplit(".", 1)[-1] if parser is not None else None
+        think = (tokenizer.think_start, tokenizer.think_end) if tokenizer.has_thinking else None
+    else:
+        hf = tokenizer
+        init_kwargs = getattr(hf, "init_kwargs", None) or {}
+        parser_type = init_kwargs.get("tool_parser_type") or _infer_tool_parser(hf)
+        start, end, _, _ = _infer_thinking(hf)
+        think = (start, end) if start is not None else None
+
+    vocab = hf.get_vocab()
+    if _model_type(hf) == "deepseek_v4" or any("DSML" in t for t in vocab if "｜" in t):
+        return FAMILIES["deepseek_v4"]
+    if parser_type in _FAMILY_OF_PARSER:
+        family = FAMILIES[_FAMILY_OF_PARSER[parser_type]]
+        if parser_type == "mistral" and "[THINK]" not in vocab:
+            return Family("mistral", tools=family.tools, parser=family.parser)
+        return family
+    if parser_type is not None:
+        # An mlx-lm parser we have no table entry for: its own module says the markers.
+        from ._families import _load_parser
+
+        module = _load_parser(parser_type)
+        return Family(
+            parser_type,
+            think=think,
+            tools=(ToolMarker(module.tool_call_start, module.tool_call_end),),
+            parser=parser_type,
+        )
+    if "<｜Assistant｜>" in vocab and think == ("<think>", "</think>"):
+        return FAMILIES["deepseek_r1"]
+    if think == ("<think>", "</think>"):
+        return FAMILIES["qwen3"]
+    if think is not None:
+        return Family(f"think:{think[0]}", think=think)
+    return FAMILIES["plain"]
+
+
+def _model_type(hf: Any) -> str | None:
+    """``model_type`` from the config.json beside a tokenizer loaded from a local directory."""
+    config = Path(str(getattr(hf, "name_or_path", "") or "")) / "config.json"
+    try:
+        return json.loads(config.read_text()).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def prompt_starts_in_reasoning(family: Family, rendered_prompt: str) -> bool:
+    """Whether the reply continues inside reasoning the prompt opened.
+
+    A template that pre-fills ``<think>`` leaves it open (True); one that disabled thinking
+    closes it at once (``<think>\\n\\n</think>``, False). A prompt with neither marker leaves
+    it to the family (DeepSeek-R1 templates differ in whether they pre-fill).
+    """
+    if family.think is None:
+        return False
+    start, end = family.think
+    opened, closed = rendered_prompt.rfind(start), rendered_prompt.rfind(end)
+    if opened == -1 and closed == -1:
+        return family.starts_in_reasoning
+    return opened > closed

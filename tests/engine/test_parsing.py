@@ -1,0 +1,138 @@
+"""StreamFilter guarantees, per family, over the reply tables in ``parsing_cases``.
+
+The buffered parse is checked against hand-written expectations (the independent oracle);
+every streaming chunking is then checked against the buffered parse.
+"""
+
+import random
+
+import pytest
+
+from mlx_notebook.engine.parsing import (
+    FAMILIES,
+    Event,
+    StreamFilter,
+    merge_events,
+    parse_output,
+)
+from parsing_cases import core
+
+CASES = core.CASES
+IDS = [c[0] for c in CASES]
+
+
+def stream(text, family, sizes, **options):
+    """Feed ``text`` in pieces of the given sizes (cycled); return the merged events."""
+    f = StreamFilter(family, **options)
+    events, pos, i = [], 0, 0
+    while pos < len(text):
+        n = sizes[i % len(sizes)]
+        events += f.feed(text[pos:pos + n])
+        pos, i = pos + n, i + 1
+    return merge_events(events + f.finish())
+
+
+def random_sizes(seed, length):
+    rng = random.Random(seed)
+    return [rng.randint(1, 12) for _ in range(max(1, length))]
+
+
+def markers(family):
+    fam = FAMILIES[family]
+    found = list(fam.think or ())
+    for m in fam.tools:
+        found += [m.start, m.end] if m.end else [m.start]
+    return [m for m in found if m]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_buffered_parse_matches_expected(case):
+    _, family, text, options, expected = case
+    out = parse_output(text, family, **options)
+    assert out.reasoning == expected["reasoning"]
+    assert out.content == expected["content"]
+    assert out.tool_calls == expected["tool_calls"]
+    assert [p.text for p in out.problems] == expected["problems"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_chunk_size_gives_the_buffered_parse(case):
+    _, family, text, options, _ = case
+    buffered = parse_output(text, family, **options).events
+    for size in range(1, 129):
+        assert stream(text, family, [size], **options) == buffered, f"chunk size {size}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_random_splits_give_the_buffered_parse(case):
+    _, family, text, options, _ = case
+    buffered = parse_output(text, family, **options).events
+    for seed in range(25):
+        sizes = random_sizes(seed, len(text))
+        assert stream(text, family, sizes, **options) == buffered, f"seed {seed}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_no_marker_fragment_reaches_reasoning_or_content(case):
+    _, family, text, options, expected = case
+    f = StreamFilter(family, **options)
+    for ch in text:
+        for event in f.feed(ch):
+            if event.kind in ("reasoning", "content"):
+                # Every emitted piece is final: it must be part of the expected text.
+                assert event.text in expected[event.kind]
+
+
+def test_partial_marker_is_withheld_until_it_resolves():
+    f = StreamFilter("qwen3")
+    assert f.feed("<think>Let me see</thi") == [Event("reasoning", "Let me see")]
+    assert f.withheld == "</thi"
+    assert f.feed("nk>The answer<tool_") == [Event("content", "The answer")]
+    assert f.feed("box> is 4") == [Event("content", "<tool_box> is 4")]
+    assert f.finish() == []
+
+
+def test_text_before_and_after_a_call_in_one_delta_is_kept():
+    f = StreamFilter("qwen3")
+    events = f.feed(f"Checking.<tool_call>{core.WEATHER}</tool_call>Now I wait.") + f.finish()
+    assert [(e.kind, e.text if e.kind != "tool_call" else e.name) for e in events] == [
+        ("content", "Checking."),
+        ("tool_call", "get_weather"),
+        ("content", "Now I wait."),
+    ]
+    assert events[1].arguments == {"city": "Paris", "unit": "celsius"}
+    assert events[1].text == f"<tool_call>{core.WEATHER}</tool_call>"
+
+
+def test_cut_off_call_becomes_a_problem_with_its_raw_text():
+    f = StreamFilter("qwen3")
+    assert f.feed('<tool_call>{"name": "get_weather", "arg') == []
+    [problem] = f.finish()
+    assert problem.kind == "problem"
+    assert problem.text == '<tool_call>{"name": "get_weather", "arg'
+    assert "cut off" in problem.message
+
+
+def test_interleaved_requests_never_mix():
+    a, b = StreamFilter("qwen3"), StreamFilter("qwen3", starts_in_reasoning=True)
+    text_a = f"<think>A thinks</think>A says<tool_call>{core.TIME}</tool_call>"
+    text_b = "B thinks</think>B says"
+    events_a, events_b = [], []
+    for i in range(max(len(text_a), len(text_b))):
+        events_a += a.feed(text_a[i:i + 1])
+        events_b += b.feed(text_b[i:i + 1])
+    events_a, events_b = merge_events(events_a + a.finish()), merge_events(events_b + b.finish())
+    assert events_a == parse_output(text_a, "qwen3").events
+    assert events_b == parse_output(text_b, "qwen3", starts_in_reasoning=True).events
+
+
+def test_feed_after_finish_is_refused():
+    f = StreamFilter("plain")
+    f.finish()
+    with pytest.raises(ValueError, match="new filter per reply"):
+        f.feed("more")
+
+
+def test_unknown_family_names_the_choices():
+    with pytest.raises(ValueError, match="qwen3"):
+        StreamFilter("nonsense")

@@ -1,0 +1,112 @@
+"""StreamFilter.for_tokenizer: the family and starting state come from the model's files."""
+
+import json
+from pathlib import Path
+
+import pytest
+from mlx_lm.tokenizer_utils import load as load_tokenizer
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from mlx_notebook.engine.parsing import Event, StreamFilter, family_for_tokenizer
+
+QWEN3_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if tools %}{% for t in tools %}<tool_call>{{ tool_call.name }}</tool_call>{% endfor %}"
+    "{% endif %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
+    "{% else %}<think>\n{% endif %}{% endif %}"
+)
+LLAMA_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def make_tokenizer(path: Path, specials, template) -> Path:
+    """A tiny word-level tokenizer with the given special tokens and chat template."""
+    vocab = {"[UNK]": 0, "hello": 1, "world": 2}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>")
+    fast.add_special_tokens({"additional_special_tokens": ["<|im_start|>", *specials]})
+    fast.chat_template = template
+    fast.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def qwen3_dir(tmp_path_factory):
+    specials = ["<think>", "</think>", "<tool_call>", "</tool_call>"]
+    return make_tokenizer(tmp_path_factory.mktemp("qwen3"), specials, QWEN3_TEMPLATE)
+
+
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory):
+    return make_tokenizer(tmp_path_factory.mktemp("llama"), [], LLAMA_TEMPLATE)
+
+
+def render(tokenizer, **kwargs):
+    messages = [{"role": "user", "content": "hello"}]
+    return tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=False, **kwargs
+    )
+
+
+def test_qwen3_tokenizer_picks_qwen3_and_starts_in_reasoning(qwen3_dir):
+    tokenizer = load_tokenizer(qwen3_dir)
+    prompt = render(tokenizer)
+    assert prompt.endswith("<think>\n")
+    f = StreamFilter.for_tokenizer(tokenizer, prompt)
+    assert f.family.name == "qwen3"
+    assert f.feed("I should greet.</think>Hello!") == [
+        Event("reasoning", "I should greet."),
+        Event("content", "Hello!"),
+    ]
+
+
+def test_disabled_thinking_starts_in_content(qwen3_dir):
+    tokenizer = load_tokenizer(qwen3_dir)
+    prompt = render(tokenizer, enable_thinking=False)
+    f = StreamFilter.for_tokenizer(tokenizer, prompt)
+    assert f.feed("Hello!") == [Event("content", "Hello!")]
+
+
+def test_hugging_face_tokenizer_is_accepted(qwen3_dir):
+    hf = PreTrainedTokenizerFast.from_pretrained(qwen3_dir)
+    assert family_for_tokenizer(hf).name == "qwen3"
+    f = StreamFilter.for_tokenizer(hf, render(hf))
+    assert f.mode == "reasoning"
+
+
+def test_model_without_reasoning_or_tools_passes_text_through(llama_dir):
+    tokenizer = load_tokenizer(llama_dir)
+    f = StreamFilter.for_tokenizer(tokenizer, render(tokenizer))
+    assert f.family.name == "plain"
+    text = "<think>Plain</think> text <tool_call>{}</tool_call>"
+    assert f.feed(text) + f.finish() == [Event("content", text)]
+
+
+def test_deepseek_vocabulary_picks_deepseek_r1(tmp_path):
+    specials = ["<｜Assistant｜>", "<｜User｜>", "<think>", "</think>"]
+    template = "{% for m in messages %}<｜User｜>{{ m.content }}{% endfor %}<｜Assistant｜><think>\n"
+    tokenizer = load_tokenizer(make_tokenizer(tmp_path, specials, template))
+    f = StreamFilter.for_tokenizer(tokenizer, render(tokenizer))
+    assert f.family.name == "deepseek_r1"
+    assert f.feed("Hmm.</think>Yes.") == [Event("reasoning", "Hmm."), Event("content", "Yes.")]
+
+
+SMOLLM2 = Path("/work/models/smollm2-f32")
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not (SMOLLM2 / "tokenizer.json").exists(), reason="SmolLM2 not built yet")
+def test_smollm2_is_plain():
+    tokenizer = load_tokenizer(SMOLLM2)
+    prompt = render(tokenizer)
+    f = StreamFilter.for_tokenizer(tokenizer, prompt)
+    assert f.family.name == "plain"
+    assert f.feed("The capital of France is Paris.") == [
+        Event("content", "The capital of France is Paris.")
+    ]
