@@ -15,7 +15,10 @@ A block as the model writes it (the markers use FULLWIDTH VERTICAL LINE U+FF5C):
     </｜DSML｜tool_calls>
 
 ``string="true"`` values are raw text, kept verbatim (quotes, ``<``/``>``, JSON-looking text,
-newlines, surrounding spaces); ``string="false"`` values are JSON. Facts matched against:
+newlines, surrounding spaces); ``string="false"`` values are JSON. When the request's tool
+schema types a parameter, the schema decides instead (vLLM's rule): ``42`` for an integer even
+if marked ``string="true"``, a bare word for a string even if marked ``string="false"``, and a
+lone ``arguments``/``input`` wrapper around the real parameters is undone. Facts matched against:
 
 - deepseek-ai's reference encoder ``encoding/encoding_dsv4.py`` (shipped with the V4 model
   repos), as copied in vllm-project/vllm ``vllm/tokenizers/deepseek_v4_encoding.py`` and
@@ -29,6 +32,7 @@ newlines, surrounding spaces); ``string="false"`` values are JSON. Facts matched
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 __all__ = ["DSML_TOKEN", "parse_tool_call", "tool_call_end", "tool_call_start"]
@@ -48,9 +52,9 @@ def parse_tool_call(text: str, tools: list | None = None) -> list[dict[str, Any]
     """Parse one DSML block body into ``[{"name": str, "arguments": dict}, ...]``.
 
     ``text`` is what lies between the block markers (the markers themselves are tolerated).
-    ``tools`` (OpenAI tool schemas) only rescue a ``string="false"`` value that is not JSON
-    but whose schema type says what it is (a bare word for a string, ``True`` for a boolean).
-    Raises ValueError with one sentence when the markup is malformed or cut off.
+    ``tools`` (OpenAI tool schemas, optional) type the parameters they declare.
+    Raises ValueError with one sentence when the markup is malformed or cut off, or when a
+    ``string="false"`` value of an untyped parameter is not JSON.
     """
     body = _strip_block_markers(text)
     calls: list[dict[str, Any]] = []
@@ -90,7 +94,8 @@ def _read_invoke(body: str, pos: int, tools: list | None) -> tuple[dict[str, Any
     while True:
         pos = _skip_space(body, pos)
         if body.startswith(_INVOKE_CLOSE, pos):
-            return {"name": name, "arguments": arguments}, pos + len(_INVOKE_CLOSE)
+            call = {"name": name, "arguments": _unwrap_arguments(arguments, schema)}
+            return call, pos + len(_INVOKE_CLOSE)
         if not body.startswith(_PARAM_OPEN, pos):
             if pos >= len(body):
                 raise ValueError(
@@ -158,36 +163,37 @@ def _read_attributes(body: str, pos: int, element: str) -> tuple[dict[str, str],
 def _decode_value(
     raw: str, string: str | None, tool: str, key: str, schema: Any
 ) -> Any:
-    """Decode one parameter value by its ``string`` attribute (schema only as a fallback)."""
-    if string == "true":
-        return raw
-    if string not in (None, "false"):
+    """Decode one parameter value: by the tool schema when it types the parameter, else by
+    the ``string`` attribute (raw text for "true", JSON for "false")."""
+    if string not in (None, "true", "false"):
         raise ValueError(
             f'DSML tool call {tool!r}: parameter {key!r} has string="{string}", '
             'expected "true" or "false".'
         )
+    types = _schema_types(schema)
+    if types:
+        if string == "true" and "string" in types:
+            return raw
+        # The schema outranks the attribute, as in vLLM's DSML parser: a string="true" 42 for
+        # an integer parameter is the model's slip, and a bare word for a string is fine.
+        return _coerce_by_schema(raw, types)
+    if string == "true":
+        return raw
     try:
         return json.loads(raw)
     except json.JSONDecodeError:
-        pass
-    rescued = _coerce_by_schema(raw.strip(_WHITESPACE), _schema_types(schema))
-    if rescued is not _NOT_COERCED:
-        return rescued
-    if string is None:
-        # No attribute at all: a bare word is most likely a string the model left unmarked.
-        return raw
-    raise ValueError(
-        f'DSML tool call {tool!r}: parameter {key!r} is marked string="false" '
-        f"but {_excerpt(raw, 0)!r} is not JSON."
-    )
-
-
-_NOT_COERCED = object()
+        if string is None:
+            # No attribute at all: a bare word is most likely a string the model left unmarked.
+            return raw
+        raise ValueError(
+            f'DSML tool call {tool!r}: parameter {key!r} is marked string="false" '
+            f"but {_excerpt(raw, 0)!r} is not JSON."
+        ) from None
 
 
 def _coerce_by_schema(value: str, types: set[str]) -> Any:
-    """Best-effort typed reading of a non-JSON value, in the order vLLM's coercion uses."""
-    if "null" in types and value.lower() in ("null", "none"):
+    """Read ``value`` as the first schema type it fits (vLLM's order), else as JSON, else raw."""
+    if "null" in types and value.strip(_WHITESPACE).lower() == "null":
         return None
     if "integer" in types:
         try:
@@ -196,14 +202,48 @@ def _coerce_by_schema(value: str, types: set[str]) -> Any:
             pass
     if "number" in types:
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
-            pass
-    if "boolean" in types and value.lower() in ("true", "false"):
-        return value.lower() == "true"
+            number = math.nan
+        if math.isfinite(number):
+            return int(number) if number.is_integer() else number
+    if "boolean" in types:
+        word = value.strip(_WHITESPACE).lower()
+        if word in ("true", "1", "false", "0"):
+            return word in ("true", "1")
+    for kind, python_type in (("object", dict), ("array", list)):
+        if kind in types:
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, python_type):
+                return parsed
     if "string" in types:
         return value
-    return _NOT_COERCED
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def _unwrap_arguments(
+    arguments: dict[str, Any], schema: dict[str, Any]
+) -> dict[str, Any]:
+    """Undo a lone ``arguments``/``input`` wrapper the schema does not know (as vLLM does)."""
+    if len(arguments) != 1 or not schema:
+        return arguments
+    ((wrapper, inner),) = arguments.items()
+    if wrapper not in ("arguments", "input") or wrapper in schema:
+        return arguments
+    if isinstance(inner, str):
+        try:
+            inner = json.loads(inner)
+        except json.JSONDecodeError:
+            return arguments
+    if isinstance(inner, dict) and set(inner) <= set(schema):
+        return inner
+    return arguments
 
 
 def _parameter_schemas(tools: list | None, name: str) -> dict[str, Any]:
@@ -220,15 +260,29 @@ def _parameter_schemas(tools: list | None, name: str) -> dict[str, Any]:
 
 
 def _schema_types(schema: Any) -> set[str]:
-    """JSON-schema types a parameter allows (``type``, type lists, ``anyOf``/``oneOf``)."""
+    """JSON-schema types a parameter allows (``type``, type lists, ``enum`` values,
+    ``anyOf``/``oneOf``/``allOf``); empty when the schema does not say."""
     if not isinstance(schema, dict):
         return set()
     declared = schema.get("type")
     types = {declared} if isinstance(declared, str) else set(declared or ())
-    for choice in ("anyOf", "oneOf"):
+    for value in schema.get("enum") or ():
+        types.add(_JSON_TYPE_NAMES.get(type(value), "string"))
+    for choice in ("anyOf", "oneOf", "allOf"):
         for option in schema.get(choice) or ():
             types |= _schema_types(option)
     return {t for t in types if isinstance(t, str)}
+
+
+_JSON_TYPE_NAMES = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
 
 
 def _skip_space(text: str, pos: int) -> int:
