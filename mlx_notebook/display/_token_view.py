@@ -1,0 +1,60 @@
+"""The reply token by token, shaded by probability, alternatives on hover (``--tokens``).
+
+Pure HTML and CSS (a ``:hover`` tooltip plus a ``title`` fallback), so it works in a saved
+notebook, in untrusted output and outside JupyterLab.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+from ._turn_html import turn_css
+
+__all__ = ["token_view_html", "probability_colour"]
+
+
+def probability_colour(probability: float) -> str:
+    """Red for a surprising token, through yellow, to green for a near-certain one."""
+    p = min(max(probability, 0.0), 1.0)
+    return f"hsla({120 * p:.0f}, 75%, 72%, {0.85 - 0.45 * p:.2f})"
+
+
+def _visible(token: str) -> str:
+    # Whitespace-only tokens would be invisible spans; show what they are.
+    return token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥") if not token.strip() else token
+
+
+def _token_span(item: dict) -> str:
+    token, logprob = item["token"], item["logprob"]
+    probability = math.exp(logprob) if logprob is not None else 0.0
+    rows = [f"<tr><td><b>{html.escape(repr(token))}</b></td><td><b>{probability:.1%}</b></td></tr>"]
+    title = [f"{token!r}: {probability:.1%}"]
+    for top in item.get("top_logprobs") or []:
+        if top["token"] == token:
+            continue
+        p = math.exp(top["logprob"]) if top["logprob"] is not None else 0.0
+        rows.append(f"<tr><td>{html.escape(repr(top['token']))}</td><td>{p:.1%}</td></tr>")
+        title.append(f"{top['token']!r}: {p:.1%}")
+    shown = html.escape(_visible(token), quote=False)
+    newline = "<br>" if "\n" in token else ""
+    return (
+        f'<span class="mlxnb-token" data-p="{probability:.4f}" '
+        f'title="{html.escape(chr(10).join(title))}" '
+        f'style="background:{probability_colour(probability)}">{shown}'
+        f'<span class="mlxnb-token-tip"><table>{"".join(rows)}</table></span></span>{newline}'
+    )
+
+
+def token_view_html(logprobs: list[dict] | None) -> str:
+    """One ``<div>`` with a span per token; ``logprobs`` as ``Turn.logprobs`` holds them."""
+    if not logprobs:
+        return ('<div class="mlxnb-tokens mlxnb-tokens-empty">No token probabilities: run the '
+                "cell with <code>%%chat --tokens</code>.</div>")
+    spans = "".join(_token_span(item) for item in logprobs)
+    mean = sum(math.exp(item["logprob"]) for item in logprobs) / len(logprobs)
+    return (
+        f'<div class="mlxnb-tokens"><style>{turn_css()}</style>{spans}'
+        f'<div class="mlxnb-footer">{len(logprobs)} tokens · mean probability '
+        f"<b>{mean:.1%}</b> · hover a token for the alternatives</div></div>"
+    )

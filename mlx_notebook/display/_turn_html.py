@@ -1,0 +1,110 @@
+"""Self-contained ``text/html`` for a finished turn, with the live widget's look.
+
+The stylesheet is inlined (no CDN, no extension needed) and the few styles that carry
+meaning are repeated inline on the elements, because JupyterLab strips ``<style>`` from
+untrusted notebooks but keeps inline colours.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ._footer import footer_items, status_label
+from ._markdown import markdown_html
+
+__all__ = ["turn_html", "turn_css", "reasoning_summary", "pretty_json"]
+
+_BOX = "border:1px solid #d0d7de;border-radius:6px;padding:8px 12px"
+_MUTED = "color:#57606a;font-size:12px"
+
+
+@lru_cache(maxsize=1)
+def turn_css() -> str:
+    """The shared stylesheet (``turn.css``), also loaded by the live widget."""
+    return (Path(__file__).with_name("turn.css")).read_text(encoding="utf-8")
+
+
+def pretty_json(value: Any) -> str:
+    """Tool arguments and results as people read them: indented, non-ASCII kept."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def reasoning_summary(record: dict) -> str:
+    """``Reasoning · 41 tokens · 1.3 s``, with whatever the live view measured."""
+    stats = record.get("reasoning_stats") or {}
+    parts = ["Reasoning"]
+    if stats.get("tokens") is not None:
+        parts.append(f"{stats['tokens']} tokens")
+    if stats.get("seconds") is not None:
+        parts.append(f"{stats['seconds']:.1f} s")
+    return " · ".join(parts)
+
+
+def _tool_card(call: dict) -> str:
+    parts = [
+        '<div class="mlxnb-tool" style="border:1px solid #d0d7de;border-radius:6px;'
+        'padding:6px 8px;margin:6px 0">',
+        f'<div>🔧 <span class="mlxnb-tool-name">{html.escape(call["name"])}</span>'
+        f' <span class="mlxnb-tool-id" style="{_MUTED}">{html.escape(call["id"])}</span></div>',
+        '<div class="mlxnb-tool-label">arguments</div>',
+        f'<pre class="mlxnb-tool-args">{html.escape(pretty_json(call["arguments"]))}</pre>',
+    ]
+    if call["error"] is not None:
+        parts.append('<div class="mlxnb-tool-label">error</div>')
+        parts.append(f'<pre class="mlxnb-tool-error" style="color:#a40e26">'
+                     f'{html.escape(call["error"])}</pre>')
+    elif call["result"] is not None:
+        parts.append('<div class="mlxnb-tool-label">result</div>')
+        parts.append(f'<pre class="mlxnb-tool-result">{html.escape(pretty_json(call["result"]))}</pre>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _header(record: dict) -> str:
+    model = record["model"]
+    short = model.rstrip("/").rsplit("/", 1)[-1] or model
+    status = status_label(record)
+    return (
+        f'<div class="mlxnb-header" style="{_MUTED}">'
+        f'<span class="mlxnb-model" title="{html.escape(model)}">{html.escape(short)}</span>'
+        f'<span class="mlxnb-session">session {html.escape(record["session"])}</span>'
+        '<span class="mlxnb-spacer"></span>'
+        f'<span class="mlxnb-status mlxnb-status-{html.escape(status)}">{html.escape(status)}</span>'
+        "</div>"
+    )
+
+
+def turn_html(record: dict) -> str:
+    """The whole turn as one ``<div>``: header, reasoning, tool calls, answer, error, footer."""
+    parts = [
+        f'<div class="mlxnb-turn mlxnb-static" data-mlxnb-version="{record["version"]}"'
+        f' style="{_BOX}">',
+        f"<style>{turn_css()}</style>",
+        _header(record),
+    ]
+    if record["reasoning"]:
+        parts.append(
+            '<details class="mlxnb-reasoning" style="color:#57606a">'
+            f"<summary>{html.escape(reasoning_summary(record))}</summary>"
+            '<div class="mlxnb-reasoning-body" style="white-space:pre-wrap">'
+            f'{html.escape(record["reasoning"].strip())}</div></details>'
+        )
+    parts.extend(_tool_card(call) for call in record["tool_calls"])
+    parts.append(f'<div class="mlxnb-content">{markdown_html(record["content"])}</div>')
+    if record["error"]:
+        parts.append(f'<div class="mlxnb-error" style="color:#a40e26">'
+                     f'{html.escape(record["error"])}</div>')
+    footer = "".join(
+        f'<span class="mlxnb-stat" data-stat="{html.escape(label)}">{html.escape(label)} '
+        f"<b>{html.escape(value)}</b></span>"
+        for label, value in footer_items(record)
+    )
+    parts.append(f'<div class="mlxnb-footer" style="{_MUTED}">{footer}</div>')
+    parts.append("</div>")
+    return "".join(parts)

@@ -1,0 +1,346 @@
+"""The live view of one chat turn: the engine's events drive it while the reply streams.
+
+Durable state (blocks of text, tool calls, usage, phase) lives in synced traits; while the
+model writes, only the new text travels, as ``{"kind": "delta", ...}`` custom messages
+coalesced to at most ``MAX_MESSAGES_PER_SECOND``. Resending the whole reply per token
+would cost O(n²) bytes and hit jupyter_server's IOPub rate limits (1000 msg/s, 1 MB/s,
+excess silently dropped). Text is flushed at every switch between reasoning, content and
+tool calls, and at the end. ``finish(turn)`` swaps the output for the static mimebundle,
+which is what a saved, headless-run or reopened notebook shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import anywidget
+import traitlets
+
+from ..display import TURN_MIME_TYPE, json_safe, turn_css, turn_mimebundle
+from ..engine.events import (
+    ContentDelta,
+    Error,
+    Finished,
+    ParseProblem,
+    PrefillProgress,
+    ReasoningDelta,
+    Started,
+    TokenLogprobs,
+    ToolCall,
+    Usage,
+)
+
+__all__ = ["ChatView", "MAX_MESSAGES_PER_SECOND"]
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGES_PER_SECOND = 20
+"""Ceiling on coalesced stream messages (deltas, prefill progress) per view."""
+
+_TERMINAL = ("done", "stopped", "error")
+
+
+def _utf16_length(text: str) -> int:
+    # The front end counts string offsets in UTF-16 code units (JavaScript strings).
+    return len(text.encode("utf-16-le")) // 2
+
+
+class _Block:
+    """One run of reasoning or content text, or a tool call's place in the reply."""
+
+    __slots__ = ("kind", "text", "pending", "sent_length", "tokens", "first", "last", "call_id")
+
+    def __init__(self, kind: str, now: float, call_id: str | None = None):
+        self.kind = kind
+        self.text = ""
+        self.pending = ""
+        self.sent_length = 0
+        """UTF-16 length of the text the front end already has."""
+        self.tokens = 0
+        self.first = now
+        self.last = now
+        self.call_id = call_id
+
+    @property
+    def seconds(self) -> float:
+        return round(self.last - self.first, 3)
+
+    def snapshot(self) -> dict:
+        if self.kind == "tool":
+            return {"kind": "tool", "id": self.call_id}
+        return {"kind": self.kind, "text": self.text, "tokens": self.tokens, "seconds": self.seconds}
+
+
+class ChatView(anywidget.AnyWidget):
+    """Live chat turn: Markdown answer, folding reasoning, tool cards, stats footer, Stop."""
+
+    _esm = Path(__file__).with_name("chat_view.js")
+    _css = turn_css() + Path(__file__).with_name("chat_view.css").read_text(encoding="utf-8")
+
+    turn_id = traitlets.Unicode().tag(sync=True)
+    model = traitlets.Unicode().tag(sync=True)
+    session = traitlets.Unicode().tag(sync=True)
+    phase = traitlets.Unicode("waiting").tag(sync=True)
+    """waiting, prefill, reasoning, content, tool_calls, then done, stopped or error."""
+    blocks = traitlets.List().tag(sync=True)
+    """Snapshot of the reply's blocks; synced at the end and on a view's resync request."""
+    tool_calls = traitlets.List().tag(sync=True)
+    prefill = traitlets.Dict().tag(sync=True)
+    usage = traitlets.Dict().tag(sync=True)
+    timings = traitlets.Dict().tag(sync=True)
+    finish_reason = traitlets.Unicode(allow_none=True, default_value=None).tag(sync=True)
+    error = traitlets.Unicode(allow_none=True, default_value=None).tag(sync=True)
+    problems = traitlets.List().tag(sync=True)
+    stop_interrupts = traitlets.Bool(False).tag(sync=True)
+    """The kernel is busy in this turn's cell, so a Stop message would wait until the turn is
+    over: the front end interrupts the kernel instead (the cell then cancels the request)."""
+
+    def __init__(self, model: str, session: str, *, clock: Callable[[], float] = time.monotonic):
+        super().__init__(turn_id=uuid.uuid4().hex, model=str(model), session=str(session))
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._blocks: list[_Block] = []
+        self._last_send = float("-inf")
+        self._pending_prefill: dict | None = None
+        self._usage_before = {"prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
+        self._stop_callbacks: list[Callable[[], Any]] = []
+        self._display_handle = None
+        self._parent: dict | None = None
+        self._static: tuple[dict, dict] | None = None
+        self.on_msg(self._on_front_end_message)
+
+    # -- public API used by the magics ------------------------------------------------------
+
+    def display(self) -> None:
+        """Show the view in the current cell (and remember the cell for later updates)."""
+        from IPython import get_ipython
+        from IPython.display import display
+
+        shell = get_ipython()
+        if shell is None:
+            return
+        self._parent = getattr(shell, "parent_header", None)
+        self._display_handle = display(self, display_id=True)
+
+    def on_stop(self, callback: Callable[[], Any]) -> None:
+        """Call ``callback()`` when the user presses Stop (the magics cancel the request)."""
+        self._stop_callbacks.append(callback)
+
+    def handle(self, event: Any) -> None:
+        """Apply one engine event; call from the thread that consumes the request's events."""
+        with self._lock:
+            if threading.current_thread() is threading.main_thread() and not self.stop_interrupts:
+                self.stop_interrupts = True
+            handler = _HANDLERS.get(type(event))
+            if handler is not None:
+                handler(self, event)
+
+    def tool_result(self, call_id: str, result: Any = None, error: str | None = None) -> None:
+        """Show what a tool returned (or why it failed) on its card."""
+        with self._lock:
+            calls = [dict(call) for call in self.tool_calls]
+            for call in calls:
+                if call["id"] == call_id:
+                    call["result"] = json_safe(result)
+                    call["error"] = None if error is None else str(error)
+            self.tool_calls = calls
+
+    def finish(self, turn: Any) -> tuple[dict, dict]:
+        """Final state: flush, then replace the live output with the turn's static mimebundle."""
+        with self._lock:
+            self._flush()
+            reasoning = [block for block in self._blocks if block.kind == "reasoning"]
+            self._static = turn_mimebundle(
+                turn,
+                reasoning_tokens=sum(block.tokens for block in reasoning) if reasoning else None,
+                reasoning_seconds=(sum(block.seconds for block in reasoning) if reasoning else None),
+            )
+            record = self._static[0][TURN_MIME_TYPE]
+            with self.hold_sync():
+                self.blocks = [block.snapshot() for block in self._blocks]
+                self.usage = record["usage"]
+                self.timings = record["timings"]
+                self.finish_reason = turn.finish_reason
+                self.error = turn.error
+                self.phase = "error" if turn.error else "stopped" if turn.interrupted else "done"
+            if self._display_handle is not None:
+                data, metadata = self._static
+                with self._in_cell():
+                    self._display_handle.update(data, metadata=metadata, raw=True)
+                # The output no longer shows the widget; free its comm and front-end model.
+                self.close()
+            return self._static
+
+    @property
+    def mimebundle(self) -> tuple[dict, dict] | None:
+        """The static ``(data, metadata)`` once ``finish`` ran, else None."""
+        return self._static
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        if self._static is not None:
+            return self._static
+        return super()._repr_mimebundle_(**kwargs)
+
+    # -- event handlers ---------------------------------------------------------------------
+
+    def _on_started(self, event: Started) -> None:
+        self._flush()
+        before = self._usage_before
+        with self.hold_sync():
+            self.usage = {
+                "prompt_tokens": before["prompt_tokens"] + event.prompt_tokens,
+                "cached_tokens": before["cached_tokens"] + event.cached_tokens,
+                "completion_tokens": before["completion_tokens"],
+            }
+            self.prefill = {"processed": event.cached_tokens, "total": event.prompt_tokens}
+            self.phase = "prefill"
+
+    def _on_prefill(self, event: PrefillProgress) -> None:
+        self._pending_prefill = {"processed": event.processed, "total": event.total}
+        self._maybe_flush()
+
+    def _on_text(self, kind: str, text: str) -> None:
+        now = self._clock()
+        current = self._blocks[-1] if self._blocks else None
+        if current is None or current.kind != kind:
+            self._flush()
+            current = _Block(kind, now)
+            self._blocks.append(current)
+            self.phase = kind  # a switch: one state message, never per token
+        current.text += text
+        current.pending += text
+        current.tokens += 1
+        current.last = now
+        self._maybe_flush()
+
+    def _on_tool_call(self, event: ToolCall) -> None:
+        self._flush()
+        self._blocks.append(_Block("tool", self._clock(), call_id=event.id))
+        call = {"id": event.id, "name": event.name, "arguments": json_safe(event.arguments),
+                "result": None, "error": None}
+        with self.hold_sync():
+            self.tool_calls = [*self.tool_calls, call]
+            self.phase = "tool_calls"
+
+    def _on_problem(self, event: ParseProblem) -> None:
+        self._flush()
+        self.problems = [*self.problems, {"message": event.message, "text": event.text}]
+
+    def _on_usage(self, event: Usage) -> None:
+        self._flush()
+        before = self._usage_before
+        totals = {
+            "prompt_tokens": before["prompt_tokens"] + event.prompt_tokens,
+            "cached_tokens": before["cached_tokens"] + event.cached_tokens,
+            "completion_tokens": before["completion_tokens"] + event.completion_tokens,
+        }
+        self._usage_before = totals
+        with self.hold_sync():
+            self.usage = totals
+            self.timings = {
+                "time_to_first_token": event.time_to_first_token,
+                "prefill_tokens_per_second": event.prefill_tokens_per_second,
+                "decode_tokens_per_second": event.decode_tokens_per_second,
+                "peak_memory": event.peak_memory,
+                "total_seconds": None,
+            }
+
+    def _on_finished(self, event: Finished) -> None:
+        self._flush()
+        with self.hold_sync():
+            self.finish_reason = event.reason
+            if event.reason == "cancelled":
+                self.phase = "stopped"
+            elif event.reason != "tool_calls":  # the tool loop starts another round
+                self.phase = "done"
+
+    def _on_error(self, event: Error) -> None:
+        self._flush()
+        with self.hold_sync():
+            self.error = event.message
+            self.phase = "error"
+
+    # -- coalescing ---------------------------------------------------------------------------
+
+    def _maybe_flush(self) -> None:
+        if self._clock() - self._last_send >= 1.0 / MAX_MESSAGES_PER_SECOND:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Send what the front end lacks: the open block's new text and the prefill progress."""
+        sent = False
+        if self._blocks and self._blocks[-1].pending:
+            index, block = len(self._blocks) - 1, self._blocks[-1]
+            self.send({
+                "kind": "delta",
+                "block": index,
+                "channel": block.kind,
+                "offset": block.sent_length,
+                "text": block.pending,
+                "tokens": block.tokens,
+                "seconds": block.seconds,
+            })
+            block.sent_length += _utf16_length(block.pending)
+            block.pending = ""
+            sent = True
+        if self._pending_prefill is not None:
+            self.prefill, self._pending_prefill = self._pending_prefill, None
+            sent = True
+        if sent:
+            self._last_send = self._clock()
+
+    # -- front end ----------------------------------------------------------------------------
+
+    def _on_front_end_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        kind = content.get("kind") if isinstance(content, dict) else None
+        if kind == "stop":
+            for callback in list(self._stop_callbacks):
+                try:
+                    callback()
+                except Exception:  # a failing callback must not break the others
+                    log.exception("Stop callback %r failed", callback)
+        elif kind == "resync":
+            # A view that missed deltas (opened mid-stream) asks for the whole text once.
+            with self._lock:
+                self._flush()
+                self.blocks = [block.snapshot() for block in self._blocks]
+
+    @contextlib.contextmanager
+    def _in_cell(self):
+        """Route output to the cell that displayed this view, from whatever thread we are on.
+
+        ipykernel 7 sends output from other threads to the most recently executed cell unless
+        the thread's parent header is set.
+        """
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        set_parent = getattr(shell, "set_thread_parent", None)
+        if self._parent is None or set_parent is None:
+            yield
+            return
+        tokens = set_parent(self._parent)
+        try:
+            yield
+        finally:
+            shell.reset_thread_parent(tokens)
+
+
+_HANDLERS: dict[type, Callable[[ChatView, Any], None]] = {
+    Started: ChatView._on_started,
+    PrefillProgress: ChatView._on_prefill,
+    ReasoningDelta: lambda view, event: view._on_text("reasoning", event.text),
+    ContentDelta: lambda view, event: view._on_text("content", event.text),
+    ToolCall: ChatView._on_tool_call,
+    ParseProblem: ChatView._on_problem,
+    TokenLogprobs: lambda view, event: None,  # the token view is built from the finished turn
+    Usage: ChatView._on_usage,
+    Finished: ChatView._on_finished,
+    Error: ChatView._on_error,
+}

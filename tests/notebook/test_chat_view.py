@@ -1,0 +1,229 @@
+"""ChatView: what reaches the front end while a turn streams, fed with real engine events.
+
+Messages are counted on the widget's own comm (the ``publish_msg`` every ipywidgets message
+goes through), so the numbers are what a browser would receive.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from mlx_notebook.display import TURN_MIME_TYPE
+from mlx_notebook.engine.events import (
+    ContentDelta,
+    Error,
+    Finished,
+    ParseProblem,
+    PrefillProgress,
+    ReasoningDelta,
+    Started,
+    ToolCall,
+    Usage,
+)
+from mlx_notebook.turn import Turn
+from mlx_notebook.widgets import MAX_MESSAGES_PER_SECOND, ChatView
+
+
+class Clock:
+    """A settable clock, so the test decides how fast tokens arrive."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def recording_view(clock=None):
+    view = ChatView("smollm2", "default", **({"clock": clock} if clock else {}))
+    sent: list[dict] = []
+
+    def publish_msg(msg_type, data=None, metadata=None, buffers=None, **keys):
+        sent.append(data)
+
+    view.comm.publish_msg = publish_msg
+    return view, sent
+
+
+def deltas(sent):
+    return [m["content"] for m in sent if m.get("method") == "custom" and m["content"]["kind"] == "delta"]
+
+
+def usage_event(**overrides):
+    values = dict(prompt_tokens=20, cached_tokens=16, completion_tokens=300, time_to_first_token=0.12,
+                  prefill_tokens_per_second=900.0, decode_tokens_per_second=42.5, peak_memory=600 << 20)
+    values.update(overrides)
+    return Usage(**values)
+
+
+@pytest.mark.parametrize("seconds_per_token", [0.0, 0.001, 0.005, 0.02, 0.2])
+def test_300_token_reply_stays_under_20_messages_per_second(seconds_per_token):
+    clock = Clock()
+    view, sent = recording_view(clock)
+    view.handle(Started("r1", prompt_tokens=20, cached_tokens=16))
+    start = len(sent)
+    words = [f"w{i} " for i in range(300)]
+    for word in words:
+        clock.now += seconds_per_token
+        view.handle(ContentDelta(word))
+    view.handle(usage_event())
+    view.handle(Finished("stop"))
+
+    duration = 300 * seconds_per_token
+    # 20/s over the stream, plus the first token (sent at once) and the final flush...
+    assert len(deltas(sent)) <= MAX_MESSAGES_PER_SECOND * duration + 2
+    # ...plus three state messages: the switch to content, usage and the finish.
+    assert len(sent) - start <= MAX_MESSAGES_PER_SECOND * duration + 2 + 3
+    text = "".join(d["text"] for d in deltas(sent))
+    assert text == "".join(words)  # every word arrives once: no full-state resends
+    if seconds_per_token >= 0.05:
+        assert len(deltas(sent)) == 300  # slow models still update on every token
+
+
+def test_reasoning_is_flushed_before_content_starts_even_within_one_tick():
+    clock = Clock()
+    view, sent = recording_view(clock)
+    view.handle(Started("r1", prompt_tokens=5, cached_tokens=0))
+    view.handle(ReasoningDelta("I should"))  # first text is sent at once
+    view.handle(ReasoningDelta(" greet."))  # same instant: held back
+    assert "".join(d["text"] for d in deltas(sent)) == "I should"
+    view.handle(ContentDelta("Hello"))  # the switch flushes the held reasoning first
+    sent_deltas = deltas(sent)
+    assert [(d["channel"], d["text"]) for d in sent_deltas] == [
+        ("reasoning", "I should"), ("reasoning", " greet.")]
+    view.handle(ContentDelta("!"))
+    view.handle(Finished("stop"))
+    assert [(d["block"], d["channel"], d["text"]) for d in deltas(sent)][2:] == [(1, "content", "Hello!")]
+    assert view.phase == "done"
+
+
+def test_offsets_count_utf16_units_like_the_browser():
+    clock = Clock()
+    view, sent = recording_view(clock)
+    view.handle(ContentDelta("🙂 ok"))
+    clock.now += 1
+    view.handle(ContentDelta(" fine"))
+    first, second = deltas(sent)
+    assert first["offset"] == 0
+    assert second["offset"] == len("🙂 ok".encode("utf-16-le")) // 2 == 5
+
+
+def test_reasoning_panel_counts_tokens_and_seconds():
+    clock = Clock()
+    view, sent = recording_view(clock)
+    for i in range(4):
+        view.handle(ReasoningDelta(f"step {i}. "))
+        clock.now += 0.5
+    view.handle(ContentDelta("Answer"))
+    last_reasoning = [d for d in deltas(sent) if d["channel"] == "reasoning"][-1]
+    assert last_reasoning["tokens"] == 4
+    assert last_reasoning["seconds"] == pytest.approx(1.5)
+
+
+def test_tool_call_card_gets_its_result():
+    view, sent = recording_view()
+    view.handle(Started("r1", prompt_tokens=30, cached_tokens=0))
+    view.handle(ToolCall(index=0, id="call_1", name="get_weather", arguments={"city": "Paris"},
+                         text='<tool_call>{"name": "get_weather"}</tool_call>'))
+    view.handle(Finished("tool_calls"))
+    assert view.phase == "tool_calls"  # the tool loop goes on
+    assert view.tool_calls == [{"id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"},
+                                "result": None, "error": None}]
+    view.tool_result("call_1", result={"temperature": 21, "unit": "C"})
+    assert view.tool_calls[0]["result"] == {"temperature": 21, "unit": "C"}
+    view.tool_result("call_1", error="city not found")
+    assert view.tool_calls[0]["error"] == "city not found"
+    states = [m["state"] for m in sent if m.get("method") == "update"]
+    assert any("tool_calls" in s for s in states)
+
+
+def test_footer_numbers_follow_started_and_usage_across_rounds():
+    view, _ = recording_view()
+    view.handle(Started("r1", prompt_tokens=40, cached_tokens=0))
+    assert view.usage == {"prompt_tokens": 40, "cached_tokens": 0, "completion_tokens": 0}
+    view.handle(usage_event(prompt_tokens=40, cached_tokens=0, completion_tokens=10))
+    view.handle(Started("r2", prompt_tokens=60, cached_tokens=50))
+    assert view.usage == {"prompt_tokens": 100, "cached_tokens": 50, "completion_tokens": 10}
+    view.handle(usage_event(prompt_tokens=60, cached_tokens=50, completion_tokens=5))
+    assert view.usage == {"prompt_tokens": 100, "cached_tokens": 50, "completion_tokens": 15}
+    assert view.timings["decode_tokens_per_second"] == 42.5
+
+
+def test_prefill_progress_is_coalesced():
+    clock = Clock()
+    view, sent = recording_view(clock)
+    view.handle(Started("r1", prompt_tokens=4096, cached_tokens=0))
+    before = len(sent)
+    for done in range(64, 4097, 64):
+        clock.now += 0.001
+        view.handle(PrefillProgress(done, 4096))
+    view.handle(ContentDelta("Hi"))
+    prefill_updates = [m for m in sent[before:] if m.get("method") == "update" and "prefill" in m["state"]]
+    assert 1 <= len(prefill_updates) <= 3
+    assert prefill_updates[-1]["state"]["prefill"] == {"processed": 4096, "total": 4096}
+
+
+def test_error_and_parse_problems_are_shown():
+    view, _ = recording_view()
+    view.handle(ParseProblem(text="<tool_call>{oops", message="tool call JSON did not parse"))
+    view.handle(Error("The model ran out of memory.", type="server_error"))
+    assert view.phase == "error"
+    assert view.error == "The model ran out of memory."
+    assert view.problems == [{"message": "tool call JSON did not parse", "text": "<tool_call>{oops"}]
+
+
+def test_stop_button_message_calls_the_stop_callbacks():
+    view, _ = recording_view()
+    stopped = []
+    view.on_stop(lambda: stopped.append("cancel"))
+    view.on_stop(lambda: 1 / 0)  # a broken callback does not stop the others
+    view.on_stop(lambda: stopped.append("second"))
+    # What ipywidgets hands the widget when the front end's model.send({kind: "stop"}) arrives.
+    view._handle_msg({"content": {"data": {"method": "custom", "content": {"kind": "stop"}}}, "buffers": []})
+    assert stopped == ["cancel", "second"]
+    view.handle(Finished("cancelled"))
+    assert view.phase == "stopped"
+
+
+def test_resync_request_sends_the_whole_text_once():
+    view, sent = recording_view()
+    view.handle(ReasoningDelta("hmm"))
+    view.handle(ContentDelta("Paris."))
+    view._handle_msg({"content": {"data": {"method": "custom", "content": {"kind": "resync"}}}, "buffers": []})
+    snapshot = [m["state"]["blocks"] for m in sent if m.get("method") == "update" and "blocks" in m["state"]]
+    assert snapshot[-1] == [
+        {"kind": "reasoning", "text": "hmm", "tokens": 1, "seconds": 0.0},
+        {"kind": "content", "text": "Paris.", "tokens": 1, "seconds": 0.0},
+    ]
+
+
+def test_only_the_kernel_thread_asks_the_front_end_to_interrupt_on_stop():
+    view, _ = recording_view()
+    worker = threading.Thread(target=view.handle, args=(ContentDelta("from a thread"),))
+    worker.start()
+    worker.join()
+    assert view.stop_interrupts is False  # the kernel is free: the Stop message gets through
+    view.handle(ContentDelta(" and from the cell"))
+    assert view.stop_interrupts is True
+
+
+def test_finish_gives_the_static_bundle_and_displays_it_from_then_on():
+    view, _ = recording_view()
+    view.handle(Started("r1", prompt_tokens=20, cached_tokens=16))
+    view.handle(ReasoningDelta("Think."))
+    view.handle(ContentDelta("The capital of France is Paris."))
+    view.handle(usage_event(completion_tokens=9))
+    view.handle(Finished("stop"))
+    turn = Turn(model="smollm2", session="default", request={"messages": [], "seed": 7},
+                content="The capital of France is Paris.", reasoning="Think.",
+                usage={"prompt_tokens": 20, "cached_tokens": 16, "completion_tokens": 9},
+                finish_reason="stop")
+    data, metadata = view.finish(turn)
+    assert data[TURN_MIME_TYPE]["content"] == "The capital of France is Paris."
+    assert data[TURN_MIME_TYPE]["reasoning_stats"]["tokens"] == 1
+    assert "Reasoning · 1 tokens" in data["text/html"]
+    assert metadata["mlx_notebook"]["seed"] == 7
+    assert view._repr_mimebundle_() == (data, metadata)
+    assert view.blocks[-1]["text"] == "The capital of France is Paris."
