@@ -12,9 +12,10 @@ block layout and were checked the same way against its ``parse_message_from_comp
 same reasoning, content and calls. Two kinds of case go beyond the reference on purpose:
 ``schema_coercion`` cases follow vLLM's DSML parser, where the request's tool schema outranks
 the ``string`` attribute (vllm-project/vllm ``tests/tool_parsers/test_deepseekv32_tool_parser.py``;
-the reference would emit invalid JSON or a string there), and the one case with
-``reference_layout: false`` has no newlines between elements, which vLLM accepts and the
-reference's strict parser leaves as content.
+the reference would emit invalid JSON or a string there), and the cases with
+``reference_layout: false`` either have no newlines between elements (vLLM accepts them, the
+reference's strict parser leaves them as content) or open the block inside reasoning with no
+``</think>`` (issue 4: the block ends the reasoning; the reference rejects the reply).
 """
 
 from __future__ import annotations
