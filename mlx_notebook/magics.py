@@ -291,20 +291,25 @@ class MlxMagics(Magics):
     def _config(self, line: str):
         """Set defaults for the chat flags of this kernel; flags on a cell still win."""
         args = _parse(self._config, line, "%mlx config")
+        changes: dict[str, str | None] = {}  # applied only when every setting is valid
         for setting in args.settings:
             key, sep, value = setting.partition("=")
-            key = key.strip().lstrip("-").replace("-", "_")
+            key = _ALIASES.get(key.strip().lstrip("-").replace("-", "_"), key.strip())
             if not sep:
                 raise UsageError(f"%mlx config: '{setting}' is not KEY=VALUE; e.g. temperature=0.7.")
-            if value == "":
-                self.defaults.pop(key, None)
-                continue
             if key not in _config_keys(self.chat):
                 raise UsageError(f"%mlx config: unknown key '{key}'; use one of "
                                  f"{', '.join(sorted(_config_keys(self.chat)))}.")
-            fragment = _config_fragment(key, value)
-            self._chat_args(fragment, f"%mlx config {key}", self.chat)  # validates like the cell would
-            self.defaults[key] = fragment
+            if value == "":
+                changes[key] = None
+                continue
+            changes[key] = _config_fragment(key, value)
+            _parse(self.chat, changes[key], f"%mlx config {key}")  # validated as the cell would be
+        for key, fragment in changes.items():
+            if fragment is None:
+                self.defaults.pop(key, None)
+            else:
+                self.defaults[key] = fragment
         display(reports.config(self.defaults))
 
     @magic_arguments(name="mlx help")
@@ -385,6 +390,9 @@ class MlxMagics(Magics):
         return turn
 
 
+
+
+_ALIASES = {"temp": "temperature"}
 
 
 def _config_fragment(key: str, value: str) -> str:

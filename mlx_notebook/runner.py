@@ -165,14 +165,7 @@ class _Chunker:
 
 
 def _summarize(turn: Turn, started: float) -> None:
-    """Derive the turn's totals from its rounds: last answer, all reasoning, summed usage."""
-    rounds = turn.rounds
-    if not rounds:
-        return
-    turn.content = rounds[-1].content
-    turn.reasoning = "\n".join(r.reasoning for r in rounds if r.reasoning)
-    turn.finish_reason = rounds[-1].finish_reason
-    turn.usage = {key: sum(r.usage[key] for r in rounds) for key in turn.usage}
+    turn.refresh()
     turn.timings["total_seconds"] = time.perf_counter() - started
 
 

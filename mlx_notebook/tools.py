@@ -83,8 +83,11 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
     signature = inspect.signature(function)
     try:
         hints = typing.get_type_hints(function)
-    except Exception:  # unresolvable forward references: describe untyped rather than refuse
-        hints = {}
+    except NameError as exc:  # a string hint naming something out of the function's globals
+        raise ToolError(
+            f"The type hints of tool '{name}' cannot be resolved ({exc}); define the types "
+            "at the notebook's top level."
+        ) from None
     properties: dict[str, dict] = {}
     required: list[str] = []
     for parameter in signature.parameters.values():
@@ -168,8 +171,12 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
         offered = ", ".join(sorted(by_name)) or "none"
         return None, f"unknown tool '{name}' (tools offered: {offered})"
     function = by_name[name].function
+    signature = inspect.signature(function)
+    unexpected = [key for key in arguments if key not in signature.parameters]
+    if unexpected and not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        return None, f"bad arguments for {name}: unexpected argument '{unexpected[0]}'"
     try:
-        inspect.signature(function).bind(**arguments)
+        signature.bind(**arguments)
     except TypeError as exc:
         return None, f"bad arguments for {name}: {exc}"
     try:

@@ -130,6 +130,15 @@ class Turn:
         """Whether the session sends this turn as history: complete turns, or kept ones."""
         return (not self.interrupted and self.error is None) or self.kept
 
+    def refresh(self) -> None:
+        """Derive the totals from the rounds: last answer, all reasoning, summed usage."""
+        if not self.rounds:
+            return
+        self.content = self.rounds[-1].content
+        self.reasoning = "\n".join(r.reasoning for r in self.rounds if r.reasoning)
+        self.finish_reason = self.rounds[-1].finish_reason
+        self.usage = {key: sum(r.usage[key] for r in self.rounds) for key in self.usage}
+
     def keep(self) -> "Turn":
         """Send this interrupted or failed turn as history after all, as far as it got."""
         self.kept = True

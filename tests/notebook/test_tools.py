@@ -1,0 +1,152 @@
+"""Python functions as tools: the schema the model sees, and what one call returns.
+
+The end-to-end tool loop on the tiny reasoner is in ``test_magics.py``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Literal
+
+import pytest
+
+import mlx_notebook
+from mlx_notebook.tools import ToolError, call_tool, make_tool, registered_tools, resolve_tools
+
+
+class Unit(enum.Enum):
+    CELSIUS = "c"
+    FAHRENHEIT = "f"
+
+
+def get_weather(city: str, unit: Unit = Unit.CELSIUS, days: int | None = None,
+                tags: list[str] | None = None) -> dict:
+    """Get the current weather for a city.
+
+    Args:
+        city: The city name.
+        unit: Temperature unit.
+        days: How many days ahead,
+            counted from today.
+    """
+    return {"city": city, "unit": unit}
+
+
+def test_schema_comes_from_signature_hints_and_docstring():
+    assert make_tool(get_weather).schema() == {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Get the current weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "The city name."},
+                    "unit": {"type": "string", "enum": ["c", "f"], "description": "Temperature unit."},
+                    "days": {"type": "integer", "nullable": True,
+                             "description": "How many days ahead, counted from today."},
+                    "tags": {"type": "array", "items": {"type": "string"}, "nullable": True},
+                },
+                "required": ["city"],
+            },
+        },
+    }
+
+
+def test_sphinx_docstrings_untyped_parameters_and_literals_are_described():
+    def convert(amount: float, currency: Literal["EUR", "USD"], note=""):
+        """Convert money.
+
+        :param amount: How much.
+        :param currency: Target currency.
+        """
+
+    parameters = make_tool(convert).parameters
+    assert make_tool(convert).description == "Convert money."
+    assert parameters["properties"] == {
+        "amount": {"type": "number", "description": "How much."},
+        "currency": {"type": "string", "enum": ["EUR", "USD"], "description": "Target currency."},
+        "note": {},
+    }
+    assert parameters["required"] == ["amount", "currency"]
+
+
+def test_function_without_docstring_is_still_a_tool():
+    def ping():
+        return "pong"
+
+    assert make_tool(ping).schema()["function"] == {
+        "name": "ping", "description": "", "parameters": {"type": "object", "properties": {}},
+    }
+
+
+class Point:
+    pass
+
+
+def move(to: Point):
+    """Move."""
+
+
+def test_unconvertible_hint_is_a_clear_error():
+    with pytest.raises(ToolError) as error:
+        make_tool(move)
+    assert str(error.value) == (
+        "Parameter 'to' of tool 'move' has type Point, which has no JSON form; use str, int, "
+        "float, bool, list, dict, Literal or an Enum."
+    )
+
+
+def test_unresolvable_hint_is_a_clear_error():
+    class Local:
+        pass
+
+    def jump(to: Local):  # a string hint (future annotations) naming a local class
+        """Jump."""
+
+    with pytest.raises(ToolError) as error:
+        make_tool(jump)
+    assert str(error.value) == (
+        "The type hints of tool 'jump' cannot be resolved (name 'Local' is not defined); "
+        "define the types at the notebook's top level."
+    )
+
+
+def test_decorator_registers_and_returns_the_function():
+    @mlx_notebook.tool(description="Add two integers.")
+    def add_numbers(a: int, b: int) -> int:
+        return a + b
+
+    assert add_numbers(2, 3) == 5
+    assert registered_tools()["add_numbers"].description == "Add two integers."
+    assert [t.name for t in resolve_tools(None, {})][-1] == "add_numbers"
+    assert resolve_tools([], {}) == []
+
+
+def test_tools_resolve_from_the_namespace_and_unknown_names_fail():
+    assert [t.name for t in resolve_tools(["get_weather"], {"get_weather": get_weather})] == ["get_weather"]
+    with pytest.raises(ToolError) as error:
+        resolve_tools(["get_wether"], {"get_weather": get_weather})
+    assert str(error.value) == (
+        "There is no function named 'get_wether' in the notebook; define it or decorate it with "
+        "@mlx_notebook.tool."
+    )
+
+
+@pytest.mark.parametrize(
+    "name, arguments, expected",
+    [
+        ("get_weather", {"city": "Paris"}, ({"city": "Paris", "unit": Unit.CELSIUS}, None)),
+        ("get_weather", {"town": "Paris"},
+         (None, "bad arguments for get_weather: unexpected argument 'town'")),
+        ("get_weather", {}, (None, "bad arguments for get_weather: missing a required argument: 'city'")),
+        ("fail", {}, (None, "ZeroDivisionError: division by zero")),
+        ("nope", {}, (None, "unknown tool 'nope' (tools offered: fail, get_weather)")),
+    ],
+)
+def test_a_call_returns_its_result_or_the_error_the_model_reads(name, arguments, expected):
+    def fail():
+        return 1 / 0
+
+    tools = [make_tool(get_weather), make_tool(fail)]
+    assert call_tool(tools, name, arguments) == expected
