@@ -23,8 +23,8 @@ class JsonValueScanner:
 
     __slots__ = ("_depth", "_string", "_escape", "_header", "_quotes")
 
-    def __init__(self, quotes: str = '"') -> None:
-        self._depth = 0
+    def __init__(self, quotes: str = '"', depth: int = 0) -> None:
+        self._depth = depth  # 1 when the opening bracket was the marker itself
         self._string = ""  # the quote that opened the string being read, "" outside one
         self._escape = False
         self._header = False  # a name was read, so a later "[" is "[ARGS]", not a list
@@ -67,4 +67,7 @@ def make_scanner(name: str | None):
         return None
     if name == "mistral":
         return JsonValueScanner()
+    if name == "python_list":
+        # Opened by the "[" marker; Python strings may use either quote.
+        return JsonValueScanner(quotes="\"'", depth=1)
     raise ValueError(f"Unknown tool-call body scanner {name!r}.")

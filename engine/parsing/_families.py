@@ -29,6 +29,9 @@ class ToolMarker:
     end: str
     scanner: str | None = None
     keep: bool = False
+    leading: bool = False
+    """Only at the very start of the reply (Llama's bare ``[f(x=1)]``); markup that then fails
+    to parse was ordinary text after all and stays content."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +50,11 @@ class Family:
     tool_ends_reasoning: bool = True
     """A tool call opened inside reasoning ends the reasoning (templates allow calling a tool
     straight from thought; mlx-lm's state machine makes the same transition)."""
-    bare_call_list: bool = False
-    """A reply may be a bare ``[f(x=1), g()]`` list of calls (Llama-3.2/4 pythonic style)."""
+    think_anywhere: bool = False
+    """The opening marker opens reasoning anywhere in content, not only at the start (Gemma 4
+    writes a thought channel between answer text)."""
+    reasoning_prefix: str | None = None
+    """A label the model writes right after the opening marker (Gemma 4's ``thought\n``)."""
 
     def parser_module(self) -> ModuleType | None:
         if self.parser is None:
@@ -98,15 +104,17 @@ FAMILIES: dict[str, Family] = {
             tools=(
                 ToolMarker("<|tool_call_start|>", "<|tool_call_end|>"),
                 ToolMarker("<|python_start|>", "<|python_end|>"),
+                ToolMarker("[", "", scanner="python_list", keep=True, leading=True),
             ),
             parser="pythonic",
-            bare_call_list=True,
         ),
         Family(
             "gemma4",
-            think=("<|channel>thought", "<channel|>"),
+            think=("<|channel>", "<channel|>"),
             tools=(ToolMarker("<|tool_call>", "<tool_call|>"),),
             parser="gemma4",
+            think_anywhere=True,
+            reasoning_prefix="thought\n",
         ),
         Family(
             "kimi_k2",

@@ -110,9 +110,11 @@ class StreamFilter:
         self._finished = False
         self._out: list[Event] = []
         fam = self.family
-        self._tool_edges = [(m.start, m) for m in fam.tools]
+        self._tool_edges = [(m.start, m) for m in fam.tools if not m.leading]
+        self._leading_tools = [(m.start, m) for m in fam.tools if m.leading]
         self._max_marker = max(
-            [len(s) for s, _ in self._tool_edges] + [len(s) for s in fam.think or ()] + [1]
+            [len(m.start) for m in fam.tools] + [len(s) for s in fam.think or ()]
+            + [len(fam.reasoning_prefix or "")]
         )
 
     @classmethod
@@ -153,7 +155,11 @@ class StreamFilter:
         self._finished = True
         if self.mode == TOOL:
             raw = self._marker.start + "".join(self._body) + self._tail
-            self._problem(raw, "The tool call was cut off before it was closed.")
+            if self._marker.leading:
+                self.mode = CONTENT
+                self._emit(CONTENT, raw)  # an unclosed "[" at the start was just text
+            else:
+                self._problem(raw, "The tool call was cut off before it was closed.")
         else:
             # A marker prefix that never completed is plain text; undecided text is content.
             self._release(CONTENT if self.mode == UNDECIDED else self.mode, self._tail)
@@ -173,36 +179,50 @@ class StreamFilter:
             self._emit(self.mode, buf)
             self._tail = ""
             return False
-        pos, marker, action = hit
-        if marker is None:  # a possible marker starts at pos: wait for more text
-            self._emit(self.mode, buf[:pos])
-            self._tail = buf[pos:]
+        start, end, action = hit
+        if action is None:  # a marker may begin at ``start``: wait for more text
+            self._emit(self.mode, buf[:start])
+            self._tail = buf[start:]
             return False
-        self._tail = buf[pos + len(marker):]
+        self._tail = buf[end:]
         if self.mode == UNDECIDED:
             # The marker decides what the held text was.
-            self._release(REASONING if action == "close_think" else CONTENT, buf[:pos])
+            self._release(REASONING if action == "close_think" else CONTENT, buf[:start])
         else:
-            self._emit(self.mode, buf[:pos])
+            self._emit(self.mode, buf[:start])
         self._transition(action)
         return True
 
     def _edges(self):
-        """Markers that can fire in the current mode: anywhere, or only before any text."""
-        think = self.family.think
+        """Markers that can fire now: (anywhere, leading). A leading marker fires only before
+        any text of the current stretch, and whitespace before it belongs to the marker."""
+        fam = self.family
+        think = fam.think
         if self.mode == REASONING:
             anywhere = [(think[1], "close_think")]
-            if self.family.tool_ends_reasoning:
+            if fam.tool_ends_reasoning:
                 anywhere += self._tool_edges
-            # The model may repeat the ``<think>`` its prompt already opened: drop it.
-            leading = [(think[0], "drop")] if not self._mode_has_text else []
+            leading = []
+            if not self._mode_has_text:
+                # The model may repeat the opening its prompt already wrote, and some write a
+                # label after it: neither is reasoning text.
+                leading.append((think[0], "drop"))
+                if fam.reasoning_prefix:
+                    leading.append((fam.reasoning_prefix, "drop"))
             return anywhere, leading
         anywhere = list(self._tool_edges)
+        leading = []
         if self.mode == UNDECIDED:
             anywhere.append((think[1], "close_think"))
-        leading = []
-        if think and not self._spoke:
-            leading = [(think[0], "open_think")]
+        elif think and self._reasoning_seen:
+            # A second close marker after reasoning ended is a stray token, not text.
+            anywhere.append((think[1], "drop"))
+        if think and fam.think_anywhere:
+            anywhere.append((think[0], "open_think"))
+        elif think and not self._spoke:
+            leading.append((think[0], "open_think"))
+        if not self._spoke:
+            leading += self._leading_tools
         return anywhere, leading
 
     def _transition(self, action) -> None:
@@ -215,6 +235,7 @@ class StreamFilter:
             self._reasoning_seen = True
         elif action == "close_think":
             self.mode = CONTENT
+            self._reasoning_seen = True
         else:  # a ToolMarker: a call opens
             self._reasoning_seen = True
             self.mode = TOOL
@@ -253,7 +274,10 @@ class StreamFilter:
         try:
             calls = parse_calls(self.family, raw if marker.keep else body, self.tools)
         except Exception as exc:  # any parser failure on model output is a problem, not a crash
-            self._problem(raw, f"The tool call did not parse: {exc}")
+            if marker.leading:
+                self._emit(CONTENT, raw)  # "[a link]" at the start was text, not calls
+            else:
+                self._problem(raw, f"The tool call did not parse: {exc}")
             return
         for call in calls:
             self._out.append(
@@ -293,24 +317,33 @@ class StreamFilter:
 
 
 def _find_marker(buf: str, anywhere, leading, max_len: int):
-    """Where the next marker is: (pos, marker, action), (pos, None, None) when a marker might
-    start at pos but is not complete yet, or None when no text needs to wait."""
+    """The next marker in ``buf``: ``(start, end, action)``.
+
+    Text before ``start`` belongs to the current mode and ``buf[start:end]`` is the marker
+    (for a leading think marker, with the whitespace before it). ``action`` None means a
+    marker may begin at ``start`` but is not complete: wait. None when nothing must wait.
+    """
     best = None
     for marker, action in anywhere:
         p = buf.find(marker)
-        if p != -1 and (best is None or p < best[0] or (p == best[0] and len(marker) > len(best[1]))):
-            best = (p, marker, action)
-    ws = -1
+        if p != -1 and (best is None or p < best[0] or (p == best[0] and p + len(marker) > best[1])):
+            best = (p, p + len(marker), action)
     if leading:
         ws = len(buf) - len(buf.lstrip())
+        if ws == len(buf):
+            return (0, None, None)  # only whitespace so far: a leading marker may follow
+        tail = buf[ws:]
         for marker, action in leading:
-            if buf.startswith(marker, ws) and (best is None or ws <= best[0]):
-                best = (ws, marker, action)
+            if tail.startswith(marker):
+                # Whitespace before a think marker goes with it; before a call it is text.
+                start = ws if isinstance(action, ToolMarker) else 0
+                return (start, ws + len(marker), action)
+            if len(marker) > len(tail) and marker.startswith(tail):
+                return (0, None, None)
     limit = best[0] if best is not None else len(buf)
     for q in range(max(0, len(buf) - max_len + 1), min(limit + 1, len(buf))):
         tail = buf[q:]
-        edges = anywhere + leading if q == ws else anywhere
-        for marker, _ in edges:
+        for marker, _ in anywhere:
             if len(marker) > len(tail) and marker.startswith(tail):
                 return (q, None, None)
     return best

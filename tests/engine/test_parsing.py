@@ -15,9 +15,9 @@ from mlx_notebook.engine.parsing import (
     merge_events,
     parse_output,
 )
-from parsing_cases import core
+from parsing_cases import core, families
 
-CASES = core.CASES
+CASES = core.CASES + families.CASES
 IDS = [c[0] for c in CASES]
 
 

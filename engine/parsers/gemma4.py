@@ -1,0 +1,122 @@
+"""Gemma 4 tool calls: ``<|tool_call>call:name{key:value,...}<tool_call|>``.
+
+mlx-lm's ``gemma4`` parser turns the arguments into JSON with regular expressions, which
+misses dotted names (``call:weather.get{...}``), bare string values and cut-off strings. This
+is a small recursive-descent scanner over Gemma's value syntax instead:
+
+- strings are delimited by ``<|"|>`` on both sides (no escapes inside);
+- objects ``{k:v,...}`` have bare keys or ``<|"|>``-delimited ones;
+- arrays ``[v,...]``; bare values are ``true``/``false``/``null``, numbers, or plain text.
+
+Several ``call:`` entries may share one block. Raises ValueError when no call is found.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call"]
+
+tool_call_start = "<|tool_call>"
+tool_call_end = "<tool_call|>"
+
+_QUOTE = '<|"|>'
+_CALL = "call:"
+
+
+def parse_tool_call(text: str, tools: Any | None = None):
+    body = text.strip()
+    if body.startswith(tool_call_start):
+        body = body[len(tool_call_start):]
+    if body.endswith(tool_call_end):
+        body = body[: -len(tool_call_end)]
+    calls = []
+    pos = body.find(_CALL)
+    while pos != -1:
+        brace = body.find("{", pos)
+        if brace == -1:
+            raise ValueError(f"call {body[pos:pos + 40]!r} has no arguments")
+        name = body[pos + len(_CALL): brace].strip()
+        if not name:
+            raise ValueError("a call has no function name")
+        arguments, end = _Reader(body).object(brace)
+        calls.append({"name": name, "arguments": arguments})
+        pos = body.find(_CALL, end)
+    if not calls:
+        raise ValueError("No function provided.")
+    return calls[0] if len(calls) == 1 else calls
+
+
+class _Reader:
+    """Reads one Gemma value at a position; each method returns (value, position after)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def value(self, pos: int, stops: str) -> tuple[Any, int]:
+        pos = self._space(pos)
+        text = self.text
+        if text.startswith(_QUOTE, pos):
+            return self.string(pos)
+        if pos < len(text) and text[pos] == "{":
+            return self.object(pos)
+        if pos < len(text) and text[pos] == "[":
+            return self.array(pos)
+        end = pos
+        while end < len(text) and text[end] not in stops:
+            end += 1
+        return _bare(text[pos:end].strip()), end
+
+    def string(self, pos: int) -> tuple[str, int]:
+        start = pos + len(_QUOTE)
+        end = self.text.find(_QUOTE, start)
+        if end == -1:  # cut off: the rest is the string
+            return self.text[start:], len(self.text)
+        return self.text[start:end], end + len(_QUOTE)
+
+    def object(self, pos: int) -> tuple[dict[str, Any], int]:
+        text, result = self.text, {}
+        pos = self._space(pos + 1)
+        while pos < len(text) and text[pos] != "}":
+            if text.startswith(_QUOTE, pos):
+                key, pos = self.string(pos)
+                colon = text.find(":", pos)
+            else:
+                colon = text.find(":", pos)
+                key = text[pos:colon].strip() if colon != -1 else ""
+            if colon == -1 or not key:
+                raise ValueError(f"malformed argument near {text[pos:pos + 40]!r}")
+            result[key], pos = self.value(colon + 1, ",}")
+            pos = self._space(pos)
+            if pos < len(text) and text[pos] == ",":
+                pos = self._space(pos + 1)
+        if pos >= len(text):
+            raise ValueError("the arguments are cut off before '}'")
+        return result, pos + 1
+
+    def array(self, pos: int) -> tuple[list[Any], int]:
+        text, result = self.text, []
+        pos = self._space(pos + 1)
+        while pos < len(text) and text[pos] != "]":
+            item, pos = self.value(pos, ",]")
+            result.append(item)
+            pos = self._space(pos)
+            if pos < len(text) and text[pos] == ",":
+                pos = self._space(pos + 1)
+        if pos >= len(text):
+            raise ValueError("an array is cut off before ']'")
+        return result, pos + 1
+
+    def _space(self, pos: int) -> int:
+        while pos < len(self.text) and self.text[pos].isspace():
+            pos += 1
+        return pos
+
+
+def _bare(word: str) -> Any:
+    """true/false/null and numbers as JSON reads them; anything else stays a string."""
+    try:
+        return json.loads(word)
+    except ValueError:
+        return word

@@ -1,0 +1,76 @@
+"""Mistral tool calls after ``[TOOL_CALLS]``, in every layout the tokenizers produce.
+
+mlx-lm's ``mistral`` parser reads ``name[ARGS]{...}`` and the older ``[{...}]`` list, but not
+the same call decoded without special tokens (``name{...}``, as vLLM's tests and servers that
+skip special tokens see it) nor the v13 ``name[CALL_ID]id[ARGS]{...}``. This scanner reads all
+of them: a JSON list of ``{"name", "arguments"}`` objects, or a name, an optional call id and
+a JSON object of arguments. Raises ValueError when the body is none of these.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call"]
+
+tool_call_start = "[TOOL_CALLS]"
+tool_call_end = ""
+
+_ARGS = "[ARGS]"
+_CALL_ID = "[CALL_ID]"
+
+
+def parse_tool_call(text: str, tools: Any | None = None) -> list[dict[str, Any]]:
+    body = text.strip()
+    if body.startswith(tool_call_start):
+        body = body[len(tool_call_start):].lstrip()
+    if body.startswith("["):
+        return _parse_list(body)
+    return [_parse_named(body)]
+
+
+def _parse_list(body: str) -> list[dict[str, Any]]:
+    payload, _ = json.JSONDecoder().raw_decode(body)
+    if not isinstance(payload, list) or not payload:
+        raise ValueError("expected a non-empty JSON list of calls")
+    calls = []
+    for item in payload:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise ValueError("a call in the list has no name")
+        arguments = item.get("arguments", {})
+        if isinstance(arguments, str):
+            arguments = json.loads(arguments)
+        call = {"name": item["name"], "arguments": arguments}
+        if isinstance(item.get("id"), str):
+            call["id"] = item["id"]
+        calls.append(call)
+    return calls
+
+
+def _parse_named(body: str) -> dict[str, Any]:
+    # The name runs up to "[CALL_ID]", "[ARGS]" or the arguments' "{".
+    ends = [i for i in (body.find(_CALL_ID), body.find(_ARGS), body.find("{")) if i != -1]
+    if not ends:
+        raise ValueError(f"no arguments after tool name {body[:40]!r}")
+    cut = min(ends)
+    name = body[:cut].strip()
+    if not name or any(c.isspace() for c in name):
+        raise ValueError(f"not a tool name: {name!r}")
+    rest = body[cut:]
+    call_id = None
+    if rest.startswith(_CALL_ID):
+        rest = rest[len(_CALL_ID):]
+        stop = [i for i in (rest.find(_ARGS), rest.find("{")) if i != -1]
+        if not stop:
+            raise ValueError("no arguments after the call id")
+        call_id, rest = rest[: min(stop)].strip(), rest[min(stop):]
+    if rest.startswith(_ARGS):
+        rest = rest[len(_ARGS):]
+    arguments, end = json.JSONDecoder().raw_decode(rest.lstrip())
+    if not isinstance(arguments, dict):
+        raise ValueError(f"the arguments of {name!r} are not a JSON object")
+    call = {"name": name, "arguments": arguments}
+    if call_id:
+        call["id"] = call_id
+    return call

@@ -1,0 +1,215 @@
+"""Replies for every other family, as the models write them, with their expected parse.
+
+Formats follow the models' chat templates and the public test suites of mlx-lm
+(``tests/test_tool_parsing.py``) and vLLM (``tests/tool_parsers``, ``tests/reasoning``).
+Same case shape as ``core.py``.
+"""
+
+from .core import expect
+
+LONDON = ("get_current_temperature", {"location": "London"})
+MULTIPLY = ("multiply", {"a": 12234585, "b": 48838483920})
+NUM_TOOLS = [{"type": "function", "function": {
+    "name": "multiply", "parameters": {"type": "object", "properties": {
+        "a": {"type": "number"}, "b": {"type": "number"}}}}}]
+STR_TOOLS = [{"type": "function", "function": {
+    "name": "get_current_temperature", "parameters": {"type": "object", "properties": {
+        "location": {"type": "string"}}}}}]
+
+QWEN3_CODER_CALL = (
+    "<tool_call>\n<function=get_current_temperature>\n<parameter=location>\nLondon\n"
+    "</parameter>\n</function>\n</tool_call>"
+)
+KIMI_SECTION = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0 "
+    '<|tool_call_argument_begin|>{"city": "Beijing"}<|tool_call_end|>'
+    "<|tool_call_begin|>functions.get_weather:1 "
+    '<|tool_call_argument_begin|>{"city": "Shanghai"}<|tool_call_end|>'
+    "<|tool_calls_section_end|>"
+)
+MINIMAX_CALL = (
+    '<minimax:tool_call>\n<invoke name="get_current_temperature">\n'
+    '<parameter name="location">London</parameter>\n</invoke>\n</minimax:tool_call>'
+)
+MINIMAX_TWO = (
+    '<minimax:tool_call>\n<invoke name="multiply">\n<parameter name="a">12234585</parameter>\n'
+    '<parameter name="b">48838483920</parameter>\n</invoke>\n'
+    '<invoke name="get_current_temperature">\n<parameter name="location">London</parameter>\n'
+    "</invoke>\n</minimax:tool_call>"
+)
+
+CASES = [
+    # qwen3_coder (Qwen3-Coder, Qwen3.5): XML function calls, optional <tool_call> wrapper.
+    ("qwen3_coder_call", "qwen3_coder", f"I'll check.\n{QWEN3_CODER_CALL}", {"tools": STR_TOOLS},
+     expect(content="I'll check.\n", tool_calls=[LONDON])),
+    ("qwen3_coder_typed_params", "qwen3_coder",
+     "<tool_call>\n<function=multiply>\n<parameter=a>\n12234585\n</parameter>\n<parameter=b>\n"
+     "48838483920\n</parameter>\n</function>\n</tool_call>", {"tools": NUM_TOOLS},
+     expect(tool_calls=[MULTIPLY])),
+    ("qwen3_coder_bare_function", "qwen3_coder",
+     "Reading.\n<function=bash>\n<parameter=command>\ncat /etc/hosts\n</parameter>\n</function>",
+     {}, expect(content="Reading.\n", tool_calls=[("bash", {"command": "cat /etc/hosts"})])),
+    ("qwen3_coder_call_ends_reasoning", "qwen3_coder",
+     f"I need to read the file.\n\n{QWEN3_CODER_CALL}", {"starts_in_reasoning": True},
+     expect("I need to read the file.\n\n", tool_calls=[LONDON])),
+    ("qwen3_coder_think_and_call", "qwen3_coder",
+     f"<think>\nLook it up.\n</think>\n\n{QWEN3_CODER_CALL}", {},
+     expect("\nLook it up.\n", "\n\n", tool_calls=[LONDON])),
+    # mistral: [TOOL_CALLS] with no closing marker; [THINK] reasoning (Magistral).
+    ("mistral_v11_args", "mistral", '[TOOL_CALLS]add_this_and_that[ARGS]{"a": 3.5, "b": 4}', {},
+     expect(tool_calls=[("add_this_and_that", {"a": 3.5, "b": 4})])),
+    ("mistral_v11_decoded_without_specials", "mistral",
+     'bla[TOOL_CALLS]add{"a": 3.5, "b": 4}[TOOL_CALLS]multiply{"a": 3, "b": 6}', {},
+     expect(content="bla", tool_calls=[("add", {"a": 3.5, "b": 4}),
+                                       ("multiply", {"a": 3, "b": 6})])),
+    ("mistral_pre_v11_list", "mistral",
+     'Hello[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1, "b": 2}}, '
+     '{"name": "get_current_weather", "arguments": {"city": "Dallas"}}]\nextra trailing data',
+     {}, expect(content="Hello\nextra trailing data",
+                tool_calls=[("add", {"a": 1, "b": 2}),
+                            ("get_current_weather", {"city": "Dallas"})])),
+    ("mistral_call_id", "mistral",
+     '[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city": "Paris"}', {},
+     expect(tool_calls=[("get_weather", {"city": "Paris"})])),
+    ("mistral_braces_inside_strings", "mistral",
+     'hi{hi[TOOL_CALLS]bash{"command": "print(\\"}{\\")\\nre.compile(r\'{}\')"}', {},
+     expect(content="hi{hi", tool_calls=[("bash", {"command": "print(\"}{\")\nre.compile(r'{}')"})])),
+    ("mistral_cut_off_call", "mistral", '[TOOL_CALLS]bash{"command": "ls', {},
+     expect(problems=['[TOOL_CALLS]bash{"command": "ls'])),
+    ("mistral_think", "mistral", "[THINK]Add them.[/THINK]The sum is 7.", {},
+     expect("Add them.", "The sum is 7.")),
+    ("mistral_think_prefilled", "mistral", "This is a reasoning section[/THINK]This is the rest",
+     {}, expect("This is a reasoning section", "This is the rest")),
+    ("mistral_no_tools", "mistral", "This is a test", {}, expect(content="This is a test")),
+    # pythonic: LFM2 markers, Llama 4 python tags, and Llama 3.2's bare call list.
+    ("pythonic_lfm2", "pythonic",
+     "Sure.<|tool_call_start|>[get_weather(city='San Francisco', metric='celsius')]"
+     "<|tool_call_end|>Checking now.", {},
+     expect(content="Sure.Checking now.",
+            tool_calls=[("get_weather", {"city": "San Francisco", "metric": "celsius"})])),
+    ("pythonic_bare_list_parallel", "pythonic",
+     "[get_weather(city='Martha\\'s Vineyard'), register_user(name='John', age=37, "
+     "address={'city': 'SF'}, role=None, passed_test=True, aliases=['J', 'Jo'])]", {},
+     expect(tool_calls=[("get_weather", {"city": "Martha's Vineyard"}),
+                        ("register_user", {"name": "John", "age": 37, "address": {"city": "SF"},
+                                           "role": None, "passed_test": True,
+                                           "aliases": ["J", "Jo"]})])),
+    ("pythonic_parameterless", "pythonic", "[get_weather()]", {},
+     expect(tool_calls=[("get_weather", {})])),
+    ("pythonic_bracket_text_stays_content", "pythonic", "[1] See the footnote [2].", {},
+     expect(content="[1] See the footnote [2].")),
+    ("pythonic_link_stays_content", "pythonic", "  [docs](https://x.y) explain it.", {},
+     expect(content="  [docs](https://x.y) explain it.")),
+    ("pythonic_no_tools", "pythonic", "How can I help you today?", {},
+     expect(content="How can I help you today?")),
+    # gemma4: <|channel>thought ... <channel|> reasoning, <|tool_call> ... <tool_call|>.
+    ("gemma4_thought_then_answer", "gemma4",
+     "<|channel>thought\nActual reasoning here<channel|>Final answer", {},
+     expect("Actual reasoning here", "Final answer")),
+    ("gemma4_thought_label_diverges", "gemma4", "<|channel>thousand reasons<channel|>Done", {},
+     expect("thousand reasons", "Done")),
+    ("gemma4_thought_after_text", "gemma4",
+     "Before\n<|channel>This is a reasoning section<channel|>\nThis is the rest", {},
+     expect("This is a reasoning section", "Before\n\nThis is the rest")),
+    ("gemma4_empty_thought", "gemma4", "<|channel>thought\n<channel|>", {}, expect()),
+    ("gemma4_call", "gemma4",
+     'Let me check the weather for you. <|tool_call>call:get_weather{location:<|"|>Paris, '
+     'France<|"|>,unit:<|"|>celsius<|"|>}<tool_call|>', {},
+     expect(content="Let me check the weather for you. ",
+            tool_calls=[("get_weather", {"location": "Paris, France", "unit": "celsius"})])),
+    ("gemma4_nested_and_typed", "gemma4",
+     '<|tool_call>call:weather.get{nested:{inner:<|"|>value<|"|>},list:[<|"|>a<|"|>,<|"|>b<|"|>],'
+     'is_active:true,count:42,score:3.14,none:null}<tool_call|>', {},
+     expect(tool_calls=[("weather.get", {"nested": {"inner": "value"}, "list": ["a", "b"],
+                                         "is_active": True, "count": 42, "score": 3.14,
+                                         "none": None})])),
+    ("gemma4_two_calls", "gemma4",
+     '<|tool_call>call:get_weather{location:<|"|>London<|"|>}<tool_call|>'
+     '<|tool_call>call:get_time{location:<|"|>London<|"|>}<tool_call|>', {},
+     expect(tool_calls=[("get_weather", {"location": "London"}),
+                        ("get_time", {"location": "London"})])),
+    ("gemma4_call_in_thought", "gemma4",
+     '<|channel>thought\nNeed data.<|tool_call>call:get_status{}<tool_call|>', {},
+     expect("Need data.", tool_calls=[("get_status", {})])),
+    ("gemma4_cut_off_call", "gemma4", '<|tool_call>call:get_weather{location:<|"|>London', {},
+     expect(problems=['<|tool_call>call:get_weather{location:<|"|>London'])),
+    # kimi_k2: a section of calls with ids "functions.name:N".
+    ("kimi_k2_parallel", "kimi_k2", f"Compare weather. {KIMI_SECTION}", {},
+     expect(content="Compare weather. ",
+            tool_calls=[("get_weather", {"city": "Beijing"}),
+                        ("get_weather", {"city": "Shanghai"})])),
+    ("kimi_k2_think_then_call", "kimi_k2",
+     "<think>Need the weather.</think>"
+     "<|tool_calls_section_begin|><|tool_call_begin|>get_weather:0"
+     '<|tool_call_argument_begin|>{"html": "<div>x</div>"}<|tool_call_end|>'
+     "<|tool_calls_section_end|>", {},
+     expect("Need the weather.", tool_calls=[("get_weather", {"html": "<div>x</div>"})])),
+    ("kimi_k2_no_tools", "kimi_k2", "This is a test", {}, expect(content="This is a test")),
+    # glm47 (GLM-4.5/4.6/4.7): <arg_key>/<arg_value> pairs inside <tool_call>.
+    ("glm47_call", "glm47",
+     "<think>Multiply.</think>\n<tool_call>multiply<arg_key>a</arg_key><arg_value>12234585"
+     "</arg_value><arg_key>b</arg_key><arg_value>48838483920</arg_value></tool_call>",
+     {"tools": NUM_TOOLS}, expect("Multiply.", "\n", tool_calls=[MULTIPLY])),
+    ("glm45_newlines", "glm47",
+     "Checking.\n<tool_call>get_current_temperature\n<arg_key>location</arg_key>\n"
+     "<arg_value>London</arg_value>\n</tool_call>", {"tools": STR_TOOLS},
+     expect(content="Checking.\n", tool_calls=[LONDON])),
+    ("glm47_json_body", "glm47",
+     '<tool_call>{"name": "multiply", "arguments": {"a": 12234585, "b": 48838483920}}'
+     "</tool_call>", {}, expect(tool_calls=[MULTIPLY])),
+    # minimax_m2: <minimax:tool_call><invoke name=...><parameter name=...>.
+    ("minimax_m2_prefilled_reasoning_then_call", "minimax_m2",
+     f"Look it up.</think>\n\n{MINIMAX_CALL}", {"tools": STR_TOOLS},
+     expect("Look it up.", "\n\n", tool_calls=[LONDON])),
+    ("minimax_m2_two_invokes", "minimax_m2", f"Let me check{MINIMAX_TWO}",
+     {"tools": NUM_TOOLS + STR_TOOLS},
+     expect(content="Let me check", tool_calls=[MULTIPLY, LONDON])),
+    ("minimax_m2_double_close", "minimax_m2", "reasoning</think>content A</think>content B", {},
+     expect("reasoning", "content Acontent B")),
+    # function_gemma: <start_function_call>call:name{k:<escape>v<escape>}<end_function_call>.
+    ("function_gemma_call", "function_gemma",
+     "<start_function_call>call:get_current_temperature{location:<escape>London<escape>}"
+     "<end_function_call>", {}, expect(tool_calls=[LONDON])),
+    ("function_gemma_numbers", "function_gemma",
+     "Computing. <start_function_call>call:multiply{a:12234585,b:48838483920}"
+     "<end_function_call> done", {},
+     expect(content="Computing.  done", tool_calls=[MULTIPLY])),
+    # longcat: <longcat_think> reasoning, <longcat_tool_call> JSON or arg pairs.
+    ("longcat_json", "longcat",
+     "<longcat_think>Multiply.</longcat_think><longcat_tool_call>"
+     '{"name": "multiply", "arguments": {"a": 12234585, "b": 48838483920}}</longcat_tool_call>',
+     {}, expect("Multiply.", tool_calls=[MULTIPLY])),
+    ("longcat_arg_pairs", "longcat",
+     "<longcat_tool_call>get_current_temperature<longcat_arg_key>location</longcat_arg_key>\n"
+     "<longcat_arg_value>London</longcat_arg_value></longcat_tool_call>", {"tools": STR_TOOLS},
+     expect(tool_calls=[LONDON])),
+]
+
+DSML = "｜DSML｜"
+DSML_CALLS = (
+    f"<{DSML}tool_calls>\n"
+    f'<{DSML}invoke name="get_weather">\n'
+    f'<{DSML}parameter name="city" string="true">Paris "<b>" {{"x": 1}}</{DSML}parameter>\n'
+    f'<{DSML}parameter name="days" string="false">3</{DSML}parameter>\n'
+    f"</{DSML}invoke>\n"
+    f'<{DSML}invoke name="get_time">\n'
+    f'<{DSML}parameter name="tz" string="true">UTC</{DSML}parameter>\n'
+    f"</{DSML}invoke>\n"
+    f"</{DSML}tool_calls>"
+)
+DSML_PARSED = [("get_weather", {"city": 'Paris "<b>" {"x": 1}', "days": 3}),
+               ("get_time", {"tz": "UTC"})]
+
+CASES += [
+    # deepseek_v4: think tags; DSML tool-call blocks (parser: engine/parsers/deepseek_v4.py).
+    ("deepseek_v4_think_then_parallel_calls", "deepseek_v4",
+     f"Two lookups.</think>Checking.\n\n{DSML_CALLS}", {"starts_in_reasoning": True},
+     expect("Two lookups.", "Checking.\n\n", tool_calls=DSML_PARSED)),
+    ("deepseek_v4_dsml_ends_reasoning", "deepseek_v4", f"I must call tools.\n{DSML_CALLS}",
+     {"starts_in_reasoning": True}, expect("I must call tools.\n", tool_calls=DSML_PARSED)),
+    ("deepseek_v4_chat_mode", "deepseek_v4", "Paris is the capital.",
+     {"starts_in_reasoning": False}, expect(content="Paris is the capital.")),
+    ("deepseek_v4_cut_off_block", "deepseek_v4",
+     f'</think><{DSML}tool_calls>\n<{DSML}invoke name="get_weather">', {},
+     expect(problems=[f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">'])),
+]
