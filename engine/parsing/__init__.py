@@ -1,12 +1,14 @@
 """Reasoning and tool-call parsing: the one ``StreamFilter`` every path splits output with.
 
 Public surface: ``StreamFilter`` (streaming), ``parse_output`` (the buffered oracle),
-``Event``/``ParsedOutput`` (results), ``Family``/``FAMILIES``/``get_family`` (formats).
+``Event``/``ParsedOutput`` (results), ``Family``/``FAMILIES``/``get_family`` (formats),
+``trace``/``Trace`` (the parser debugger: one row per chunk, ``diff()`` against the oracle).
 """
 
 from ._families import FAMILIES, Family, ToolMarker, family_names, get_family
 from ._stream_filter import Event, ParsedOutput, StreamFilter, merge_events, parse_output
 from ._tokenizer_family import family_for_tokenizer, prompt_starts_in_reasoning
+from ._trace import Trace, TraceDifference, TraceRow, trace
 
 __all__ = [
     "StreamFilter",
@@ -21,6 +23,10 @@ __all__ = [
     "get_family",
     "family_for_tokenizer",
     "prompt_starts_in_reasoning",
+    "trace",
+    "Trace",
+    "TraceRow",
+    "TraceDifference",
 ]
 
 for _name in __all__:
