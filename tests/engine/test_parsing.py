@@ -136,3 +136,18 @@ def test_feed_after_finish_is_refused():
 def test_unknown_family_names_the_choices():
     with pytest.raises(ValueError, match="qwen3"):
         StreamFilter("nonsense")
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_scanned_tail_stays_bounded_by_one_marker(family):
+    """Per-feed work is the delta plus a tail shorter than the longest marker: a reply of
+    thousands of tokens never makes a feed rescan what came before (constant cost per token)."""
+    fam = FAMILIES[family]
+    longest = max([len(m.start) for m in fam.tools] + [len(s) for s in fam.think or ()] + [1])
+    opening = (fam.think[0] + "thought\n") if fam.think else ""
+    words = ("reasoning < and > </ [ { text " * 400).split(" ")
+    f = StreamFilter(family)
+    for piece in [opening, *words[:1500], (fam.think or ("", ""))[1], *words[1500:]]:
+        f.feed(piece + " ")
+        assert len(f._tail) < longest + 1
+    f.finish()
