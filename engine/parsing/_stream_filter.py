@@ -89,7 +89,7 @@ class StreamFilter:
         starts_in_reasoning: bool | None = None,
     ) -> None:
         self.family = get_family(family)
-        self.tools = tools
+        self.tools = normalize_tools(tools)
         if starts_in_reasoning is None and self.family.starts_in_reasoning:
             starts_in_reasoning = True
         self.starts_in_reasoning = bool(starts_in_reasoning and self.family.think)
@@ -280,10 +280,11 @@ class StreamFilter:
                 self._problem(raw, f"The tool call did not parse: {exc}")
             return
         for call in calls:
-            self._out.append(
-                Event("tool_call", raw, name=call["name"], arguments=call["arguments"],
-                      id=call.get("id"))
-            )
+            if isinstance(call, _CallProblem):
+                self._problem(call.text or raw, f"The tool call did not parse: {call.message}")
+            else:
+                self._out.append(Event("tool_call", raw, name=call["name"],
+                                       arguments=call["arguments"], id=call.get("id")))
 
     # -- output -----------------------------------------------------------------------------
 
@@ -357,16 +358,58 @@ def _partial_suffix(buf: str, marker: str) -> int:
     return 0
 
 
-def parse_calls(family: Family, text: str, tools) -> list[dict[str, Any]]:
-    """Parse one call body with the family's parser into ``[{"name", "arguments"[, "id"]}]``."""
+@dataclass(frozen=True, slots=True)
+class _CallProblem:
+    """One call of a block that did not parse while its siblings did."""
+
+    text: str
+    message: str
+
+
+def parse_calls(family: Family, text: str, tools) -> list[dict[str, Any] | _CallProblem]:
+    """Parse one call body with the family's parser into ``[{"name", "arguments"[, "id"]}]``.
+
+    Raises when the block as a whole does not parse; a single bad call among good ones (a
+    parser may report it as ``{"problem": raw, "message": ...}``) comes back as a
+    ``_CallProblem`` in its place.
+    """
     module = family.parser_module()
     if module is None:
         raise ValueError(f"family {family.name!r} has no tool-call parser")
     result = module.parse_tool_call(text.strip(), tools)
-    calls = result if isinstance(result, list) else [result]
-    if not calls:
+    items = result if isinstance(result, list) else [result]
+    if not items:
         raise ValueError("no call found in the markup")
-    return [_normalize_call(call) for call in calls]
+    calls: list[dict[str, Any] | _CallProblem] = []
+    for item in items:
+        if isinstance(item, dict) and "problem" in item:
+            calls.append(_CallProblem(str(item["problem"]), str(item.get("message", ""))))
+            continue
+        try:
+            calls.append(_normalize_call(item))
+        except (ValueError, TypeError) as exc:
+            if len(items) == 1:
+                raise
+            calls.append(_CallProblem("", str(exc)))
+    if all(isinstance(c, _CallProblem) for c in calls) and len(calls) == 1:
+        raise ValueError(calls[0].message)
+    return calls
+
+
+def normalize_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Tools in the Chat Completions shape parsers expect: ``{"type", "function": {...}}``.
+
+    The Responses API writes them flat (``{"type": "function", "name", "parameters"}``).
+    """
+    if not tools:
+        return tools
+    shaped = []
+    for tool in tools:
+        if isinstance(tool, dict) and "function" not in tool and "name" in tool:
+            fields = {k: v for k, v in tool.items() if k != "type"}
+            tool = {"type": "function", "function": fields}
+        shaped.append(tool)
+    return shaped
 
 
 def _normalize_call(call: Any) -> dict[str, Any]:

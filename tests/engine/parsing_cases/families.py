@@ -213,3 +213,38 @@ CASES += [
      f'</think><{DSML}tool_calls>\n<{DSML}invoke name="get_weather">', {},
      expect(problems=[f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">'])),
 ]
+
+KIMI_BAD_SIBLING = (
+    "Help. <|tool_calls_section_begin|>"
+    '<|tool_call_begin|>functions.bad:0 <|tool_call_argument_begin|>{"city": "Beijing"'
+    "<|tool_call_end|>"
+    '<|tool_call_begin|>functions.good:1 <|tool_call_argument_begin|>{"city": "Shanghai"}'
+    "<|tool_call_end|><|tool_calls_section_end|>"
+)
+ANYOF_TOOLS = [{"type": "function", "name": "search_web", "parameters": {  # Responses API shape
+    "type": "object", "properties": {
+        "query": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "count": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 5},
+        "verbose": {"type": ["boolean", "null"]}}}}]
+
+CASES += [
+    ("qwen3_coder_unclosed_parameter", "qwen3_coder",
+     "Let me check the weather for you:\n<tool_call>\n<function=get_current_temperature>\n"
+     "<parameter=location>\nLondon\n<parameter=unit>\ncelsius\n</parameter>\n</function>\n"
+     "</tool_call>", {"tools": STR_TOOLS},
+     expect(content="Let me check the weather for you:\n",
+            tool_calls=[("get_current_temperature", {"location": "London", "unit": "celsius"})])),
+    ("qwen3_coder_anyof_schema_types", "qwen3_coder",
+     "<tool_call>\n<function=search_web>\n<parameter=query>\nvllm tool parser\n</parameter>\n"
+     "<parameter=count>\n10\n</parameter>\n<parameter=verbose>\ntrue\n</parameter>\n"
+     "</function>\n</tool_call>", {"tools": ANYOF_TOOLS},
+     expect(tool_calls=[("search_web", {"query": "vllm tool parser", "count": 10,
+                                        "verbose": True})])),
+    ("kimi_k2_bad_call_does_not_sink_its_sibling", "kimi_k2", KIMI_BAD_SIBLING, {},
+     expect(content="Help. ", tool_calls=[("good", {"city": "Shanghai"})],
+            problems=['<|tool_call_begin|>functions.bad:0 <|tool_call_argument_begin|>'
+                      '{"city": "Beijing"<|tool_call_end|>'])),
+    ("glm47_zero_arg_calls", "glm47",
+     "Checking.<tool_call>get_current_date</tool_call><tool_call>get_current_date\n</tool_call>",
+     {}, expect(content="Checking.", tool_calls=[("get_current_date", {})] * 2)),
+]

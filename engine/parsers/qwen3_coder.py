@@ -1,0 +1,128 @@
+"""Qwen3-Coder / Qwen3.5 XML tool calls: ``<function=name><parameter=p>value</parameter>...``.
+
+mlx-lm's ``qwen3_coder`` parser reads values with a regex up to ``</parameter>``, so a value
+the model forgot to close swallows the next parameter, and it only honours a schema's plain
+``type`` (not ``anyOf``/``["integer", "null"]`` as Pydantic writes optional fields). This
+scanner ends a value at ``</parameter>``, the next ``<parameter=`` or ``</function>``,
+whichever comes first, and types values by the tool schema the way vLLM's parser does.
+Without a schema entry a value stays the string the model wrote.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any
+
+__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call"]
+
+tool_call_start = "<tool_call>"
+tool_call_end = "</tool_call>"
+
+_FUNCTION, _FUNCTION_END = "<function=", "</function>"
+_PARAM, _PARAM_END = "<parameter=", "</parameter>"
+_STRING_TYPES = {"string", "str", "text", "varchar", "char", "enum"}
+
+
+def parse_tool_call(text: str, tools: Any | None = None):
+    calls = []
+    pos = text.find(_FUNCTION)
+    while pos != -1:
+        end = text.find(_FUNCTION_END, pos)
+        stop = end if end != -1 else len(text)
+        calls.append(_parse_function(text[pos + len(_FUNCTION): stop], tools))
+        pos = text.find(_FUNCTION, stop)
+    if not calls:
+        raise ValueError("No function provided.")
+    return calls[0] if len(calls) == 1 else calls
+
+
+def _parse_function(body: str, tools: Any) -> dict[str, Any]:
+    close = body.find(">")
+    if close == -1:
+        raise ValueError("the function tag is cut off")
+    name = body[:close].strip()
+    if not name:
+        raise ValueError("No function name provided.")
+    schema = _properties(tools, name)
+    arguments: dict[str, Any] = {}
+    pos = body.find(_PARAM, close)
+    while pos != -1:
+        key_end = body.find(">", pos)
+        if key_end == -1:
+            raise ValueError("a parameter tag is cut off")
+        key = body[pos + len(_PARAM): key_end].strip()
+        ends = [i for i in (body.find(_PARAM_END, key_end), body.find(_PARAM, key_end))
+                if i != -1]
+        value_end = min(ends) if ends else len(body)
+        value = body[key_end + 1: value_end]
+        # The template writes each value on its own lines: drop that one newline each side.
+        if value.startswith("\n"):
+            value = value[1:]
+        if value.endswith("\n"):
+            value = value[:-1]
+        arguments[key] = _convert(value, schema.get(key))
+        pos = body.find(_PARAM, value_end)
+    return {"name": name, "arguments": arguments}
+
+
+def _properties(tools: Any, name: str) -> dict[str, Any]:
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        if isinstance(function, dict) and function.get("name") == name:
+            params = function.get("parameters") or {}
+            return params.get("properties") or {} if isinstance(params, dict) else {}
+    return {}
+
+
+def _schema_type(schema: Any) -> str | None:
+    """The first non-null type a schema allows (``type``, type lists, anyOf/oneOf)."""
+    if not isinstance(schema, dict):
+        return None
+    declared = schema.get("type")
+    candidates = declared if isinstance(declared, list) else [declared] if declared else []
+    for choice in ("anyOf", "oneOf"):
+        for option in schema.get(choice) or ():
+            t = _schema_type(option)
+            candidates.append(t)
+    if not candidates and "enum" in schema:
+        return "string"
+    for t in candidates:
+        if isinstance(t, str) and t != "null":
+            return t.strip().lower()
+    return None
+
+
+def _convert(value: str, schema: Any) -> Any:
+    if value.lower() == "null":
+        return None
+    kind = _schema_type(schema)
+    if kind is None:
+        if isinstance(schema, dict):
+            # Described but untyped: JSON containers are read, anything else stays text.
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                return value
+            return parsed if isinstance(parsed, (dict, list)) else value
+        return value
+    if kind in _STRING_TYPES:
+        return value
+    if kind.startswith(("int", "uint", "long", "short", "unsigned")):
+        number = float(value)
+        if number != int(number):
+            raise ValueError(f"Invalid integer literal {value!r}")
+        return int(number)
+    if kind.startswith(("num", "float", "double")):
+        number = float(value)
+        return int(number) if number == int(number) else number
+    if kind in ("boolean", "bool", "binary"):
+        return value.strip().lower() == "true"
+    try:
+        return json.loads(value)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return value
