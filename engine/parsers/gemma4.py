@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call"]
+__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call", "read_calls"]
 
 tool_call_start = "<|tool_call>"
 tool_call_end = "<tool_call|>"
@@ -31,6 +31,12 @@ def parse_tool_call(text: str, tools: Any | None = None):
         body = body[len(tool_call_start):]
     if body.endswith(tool_call_end):
         body = body[: -len(tool_call_end)]
+    calls = read_calls(body, _QUOTE)
+    return calls[0] if len(calls) == 1 else calls
+
+
+def read_calls(body: str, quote: str) -> list[dict[str, Any]]:
+    """Every ``call:name{...}`` in ``body``, strings delimited by ``quote`` on both sides."""
     calls = []
     pos = body.find(_CALL)
     while pos != -1:
@@ -40,24 +46,25 @@ def parse_tool_call(text: str, tools: Any | None = None):
         name = body[pos + len(_CALL): brace].strip()
         if not name:
             raise ValueError("a call has no function name")
-        arguments, end = _Reader(body).object(brace)
+        arguments, end = _Reader(body, quote).object(brace)
         calls.append({"name": name, "arguments": arguments})
         pos = body.find(_CALL, end)
     if not calls:
         raise ValueError("No function provided.")
-    return calls[0] if len(calls) == 1 else calls
+    return calls
 
 
 class _Reader:
     """Reads one Gemma value at a position; each method returns (value, position after)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, quote: str = _QUOTE) -> None:
         self.text = text
+        self.quote = quote
 
     def value(self, pos: int, stops: str) -> tuple[Any, int]:
         pos = self._space(pos)
         text = self.text
-        if text.startswith(_QUOTE, pos):
+        if text.startswith(self.quote, pos):
             return self.string(pos)
         if pos < len(text) and text[pos] == "{":
             return self.object(pos)
@@ -69,17 +76,17 @@ class _Reader:
         return _bare(text[pos:end].strip()), end
 
     def string(self, pos: int) -> tuple[str, int]:
-        start = pos + len(_QUOTE)
-        end = self.text.find(_QUOTE, start)
+        start = pos + len(self.quote)
+        end = self.text.find(self.quote, start)
         if end == -1:  # cut off: the rest is the string
             return self.text[start:], len(self.text)
-        return self.text[start:end], end + len(_QUOTE)
+        return self.text[start:end], end + len(self.quote)
 
     def object(self, pos: int) -> tuple[dict[str, Any], int]:
         text, result = self.text, {}
         pos = self._space(pos + 1)
         while pos < len(text) and text[pos] != "}":
-            if text.startswith(_QUOTE, pos):
+            if text.startswith(self.quote, pos):
                 key, pos = self.string(pos)
                 colon = text.find(":", pos)
             else:

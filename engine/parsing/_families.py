@@ -87,6 +87,13 @@ FAMILIES: dict[str, Family] = {
             starts_in_reasoning=True,
         ),
         Family(
+            # DeepSeek-V3/V3.1 in chat mode: same markup, but replies start as content.
+            "deepseek_v3",
+            think=_THINK,
+            tools=(ToolMarker("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),),
+            parser="deepseek_r1",
+        ),
+        Family(
             "qwen3_coder",
             think=_THINK,
             tools=(_TOOL_CALL, ToolMarker("<function=", "</function>", keep=True)),
@@ -153,6 +160,31 @@ FAMILIES: dict[str, Family] = {
 }
 
 
+# Names other servers use for the same output formats (vLLM's reasoning/tool parser names,
+# mlx-lm's tool-parser module names), so a name copied from their docs works here too.
+ALIASES = {
+    "json_tools": "qwen3",
+    "hermes": "qwen3",
+    "qwen3_xml": "qwen3_coder",
+    "qwen3coder": "qwen3_coder",
+    "magistral": "mistral",
+    "lfm2": "pythonic",
+    "llama4_pythonic": "pythonic",
+    "gemma": "gemma4",
+    "kimi": "kimi_k2",
+    "glm45": "glm47",
+    "glm4_moe": "glm47",
+    "glm47_moe": "glm47",
+    "functiongemma": "function_gemma",
+    "deepseek_v3": "deepseek_v3",
+    "deepseek_v31": "deepseek_v3",
+    "deepseekv3": "deepseek_v3",
+    "deepseekv31": "deepseek_v3",
+    "deepseekv4": "deepseek_v4",
+    "minimax": "minimax_m2",
+}
+
+
 def family_names() -> list[str]:
     return list(FAMILIES)
 
@@ -162,7 +194,7 @@ def get_family(family: str | Family) -> Family:
     if isinstance(family, Family):
         return family
     try:
-        return FAMILIES[family]
+        return FAMILIES[ALIASES.get(family, family)]
     except KeyError:
         raise ValueError(
             f"Unknown parser family {family!r}; choose one of: {', '.join(FAMILIES)}."

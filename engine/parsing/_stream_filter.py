@@ -109,6 +109,8 @@ class StreamFilter:
         self._scanner = None
         self._finished = False
         self._out: list[Event] = []
+        self.tool_calls = 0
+        """Complete tool calls emitted so far (for ``finish_reason="tool_calls"``)."""
         fam = self.family
         self._tool_edges = [(m.start, m) for m in fam.tools if not m.leading]
         self._leading_tools = [(m.start, m) for m in fam.tools if m.leading]
@@ -283,6 +285,7 @@ class StreamFilter:
             if isinstance(call, _CallProblem):
                 self._problem(call.text or raw, f"The tool call did not parse: {call.message}")
             else:
+                self.tool_calls += 1
                 self._out.append(Event("tool_call", raw, name=call["name"],
                                        arguments=call["arguments"], id=call.get("id")))
 

@@ -248,3 +248,18 @@ CASES += [
      "Checking.<tool_call>get_current_date</tool_call><tool_call>get_current_date\n</tool_call>",
      {}, expect(content="Checking.", tool_calls=[("get_current_date", {})] * 2)),
 ]
+
+CASES += [
+    ("function_gemma_missing_commas_and_typed_escapes", "function_gemma",
+     "<start_function_call>call:search{query:<escape>python, {fast}<escape>limit:<escape>10"
+     "<escape>,exact:<escape>true<escape>}<end_function_call>", {},
+     expect(tool_calls=[("search", {"query": "python, {fast}", "limit": 10, "exact": True})])),
+    ("function_gemma_two_calls", "function_gemma",
+     "<start_function_call>call:get_weather{location:<escape>London<escape>}<end_function_call>"
+     "<start_function_call>call:get_time{timezone:<escape>UTC<escape>}<end_function_call>", {},
+     expect(tool_calls=[("get_weather", {"location": "London"}),
+                        ("get_time", {"timezone": "UTC"})])),
+    ("gemma4_quoted_keys", "gemma4",
+     '<|tool_call>call:edit{record_map:{<|"|>3<|"|>:<|"|>new text<|"|>}}<tool_call|>', {},
+     expect(tool_calls=[("edit", {"record_map": {"3": "new text"}})])),
+]
