@@ -50,7 +50,7 @@ def _tool_card(call: dict) -> str:
     parts = [
         '<div class="mlxnb-tool" style="border:1px solid #d0d7de;border-radius:6px;'
         'padding:6px 8px;margin:6px 0">',
-        f'<div>🔧 <span class="mlxnb-tool-name">{html.escape(call["name"])}</span>'
+        f'<div><span class="mlxnb-tool-badge">tool call</span> <span class="mlxnb-tool-name">{html.escape(call["name"])}</span>'
         f' <span class="mlxnb-tool-id" style="{_MUTED}">{html.escape(call["id"])}</span></div>',
         '<div class="mlxnb-tool-label">arguments</div>',
         f'<pre class="mlxnb-tool-args">{html.escape(pretty_json(call["arguments"]))}</pre>',
@@ -100,6 +100,12 @@ def turn_html(record: dict) -> str:
     if record["error"]:
         parts.append(f'<div class="mlxnb-error" style="color:#a40e26">'
                      f'{html.escape(record["error"])}</div>')
+    if record.get("logprobs"):
+        # --tokens: the answer token by token, for teaching (hover shows alternatives).
+        from ._token_view import token_view_html
+
+        parts.append('<details class="mlxnb-token-panel" open><summary>Tokens</summary>'
+                     f'{token_view_html(record["logprobs"], stylesheet=False)}</details>')
     footer = "".join(
         f'<span class="mlxnb-stat" data-stat="{html.escape(label)}">{html.escape(label)} '
         f"<b>{html.escape(value)}</b></span>"

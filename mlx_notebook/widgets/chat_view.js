@@ -206,7 +206,7 @@ function phaseLabel(model) {
 function toolCard(call) {
   const card = el("div", "mlxnb-tool");
   const title = el("div");
-  title.append("🔧 ", el("span", "mlxnb-tool-name", call ? call.name : "?"), " ",
+  title.append(el("span", "mlxnb-tool-badge", "tool call"), " ", el("span", "mlxnb-tool-name", call ? call.name : "?"), " ",
     el("span", "mlxnb-tool-id", call ? call.id : ""));
   card.append(title, el("div", "mlxnb-tool-label", "arguments"),
     el("pre", "mlxnb-tool-args", call ? pretty(call.arguments) : ""));

@@ -184,3 +184,10 @@ def test_token_view_shades_by_probability_with_alternatives_on_hover():
 
 def test_token_view_without_logprobs_says_how_to_get_them():
     assert "%%chat --tokens" in token_view_html(None)
+
+
+def test_a_tokens_turn_shows_its_token_view_under_the_answer():
+    logprobs = [{"token": "Hi", "logprob": -0.5, "top_logprobs": [{"token": "Hello", "logprob": -1.2}]}]
+    html = turn_mimebundle(make_turn(logprobs=logprobs))[0]["text/html"]
+    assert '<details class="mlxnb-token-panel" open>' in html
+    assert html.count("<style>") == 1 and 'class="mlxnb-token"' in html

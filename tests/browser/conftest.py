@@ -1,0 +1,199 @@
+"""JupyterLab (headless, 127.0.0.1, token, everything in a temp dir) driven by Debian's Chromium.
+
+Follows ../shared/BROWSER-TESTING.md: Playwright for Python with ``/usr/bin/chromium`` (never
+``playwright install``), a fixed free port with ``port_retries=0``, isolated config, runtime,
+data, workspace and settings dirs, the news notification turned off, and ``&reset`` so no
+restored tab steals "run all". The kernel runs this venv's Python with OpenBLAS preloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+OPENBLAS = Path(f"/usr/lib/{os.uname().machine}-linux-gnu/openblas-pthread/libblas.so.3")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Lab:
+    """A running JupyterLab: where its notebooks live and how to reach it."""
+
+    def __init__(self, root: Path, url: str, token: str, process: subprocess.Popen, log: Path):
+        self.root, self.url, self.token, self.process, self.log = root, url, token, process, log
+
+    def notebook(self, name: str, cells: list[str]) -> str:
+        """Write a notebook of code cells and return its path relative to the server root."""
+        notebook = {
+            "nbformat": 4, "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "source": source,
+                       "outputs": [], "execution_count": None} for i, source in enumerate(cells)],
+        }
+        (self.root / name).write_text(json.dumps(notebook))
+        return name
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory) -> Lab:
+    if not CHROMIUM.exists():
+        pytest.fail("Chromium is missing: run .ci/install-browser (apt-get install chromium)")
+    home = tmp_path_factory.mktemp("lab")
+    root, data = home / "root", home / "data"
+    root.mkdir()
+    settings = home / "settings"
+    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True)
+    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    kernel_env = {"PYTHONUNBUFFERED": "1"}
+    if OPENBLAS.exists():
+        kernel_env["LD_PRELOAD"] = str(OPENBLAS)  # fast float32 matmuls (DESIGN.md)
+    kernel_dir = data / "kernels" / "python3"
+    kernel_dir.mkdir(parents=True)
+    (kernel_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3", "language": "python", "env": kernel_env,
+    }))
+    token, port = secrets.token_hex(16), _free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(data)}
+    env.pop("LD_PRELOAD", None)  # the server itself runs no model
+    log = home / "lab.log"
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={home / 'workspaces'}",
+        f"--LabApp.user_settings_dir={settings}", "--LabApp.expose_app_in_browser=True",
+        "--LabApp.news_url=None", "--ServerApp.disable_check_xsrf=False",
+    ]
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    process = subprocess.Popen(command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
+                break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"JupyterLab did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+    yield Lab(root, url, token, process, log)
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+class NotebookPage:
+    """One notebook open in JupyterLab, with the few actions the tests need."""
+
+    def __init__(self, page, lab: Lab, path: str):
+        self.page, self.lab, self.path = page, lab, path
+
+    def open(self, timeout: float = 90) -> "NotebookPage":
+        self.page.goto(f"{self.lab.url}/lab/tree/{self.path}?reset&token={self.lab.token}")
+        self.page.wait_for_function(
+            """path => {
+                const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                if (!w || !w.context || w.context.path !== path) return false;
+                const kernel = w.context.sessionContext.session?.kernel;
+                return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
+            }""",
+            arg=self.path, timeout=timeout * 1000,
+        )
+        return self
+
+    def run_all(self) -> None:
+        # Not awaited: the command's promise resolves only when every cell has run.
+        self.page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+    def run_cell(self, index: int) -> None:
+        self.page.evaluate(
+            """index => {
+                const panel = window.jupyterapp.shell.currentWidget;
+                panel.content.activeCellIndex = index;
+                window.jupyterapp.commands.execute('notebook:run-cell');
+            }""", index)
+
+    def wait_idle(self, timeout: float = 180) -> None:
+        """Wait until every cell has run and the kernel is idle."""
+        self.page.wait_for_function(
+            """() => {
+                const w = window.jupyterapp.shell.currentWidget;
+                const kernel = w.context.sessionContext.session?.kernel;
+                const cells = w.content.widgets;
+                return kernel.status === 'idle' && cells.every(c => c.model.type !== 'code'
+                    || (c.model.executionCount !== null && !c.hasClass('jp-mod-running')
+                        && !c.node.querySelector('.jp-InputArea-prompt')?.textContent.includes('*')));
+            }""", timeout=timeout * 1000)
+
+    def cell(self, index: int):
+        return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+    def outputs(self, index: int) -> list[dict]:
+        """The cell's outputs as the notebook model holds them (what would be saved)."""
+        return self.page.evaluate(
+            """index => window.jupyterapp.shell.currentWidget.content.model.cells.get(index)
+                .toJSON().outputs""", index)
+
+    def screenshot(self, name: str, index: int | None = None) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / name
+        target = self.cell(index) if index is not None else self.page
+        target.screenshot(path=str(path))
+        return path
+
+
+@pytest.fixture
+def notebook_page(lab, browser):
+    """``open(name, cells)`` writes a notebook and opens it in a fresh browser page."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pages = []
+
+    def open_(name: str, cells: list[str]) -> NotebookPage:
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        pages.append(page)
+        return NotebookPage(page, lab, lab.notebook(name, cells)).open()
+
+    yield open_
+    for page in pages:
+        # Shut the notebook's kernel down so kernels do not pile up across tests.
+        try:
+            page.evaluate("() => window.jupyterapp.shell.currentWidget?.context.sessionContext.shutdown()")
+        except Exception:
+            pass
+    context.close()
