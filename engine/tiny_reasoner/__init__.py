@@ -1,0 +1,15 @@
+"""The tiny reasoner: a scripted toy for tests and demos, not a language model.
+
+A Qwen3-architecture model of a few hundred thousand parameters, with its own byte-level BPE
+tokenizer and a Qwen3-style chat template (system turn, tools, tool results, `enable_thinking`),
+trained deterministically with mlx until greedy decoding reproduces each conversation in
+`scripts.json` exactly: replies that reason, answer, call tools (one or two at once), answer
+from a tool result, skip thinking, and continue an earlier conversation. Any other prompt gets
+fluent-looking nonsense. It exists so that reasoning, tool-call parsing, streaming and prompt
+caching can be tested and shown on a real mlx-lm model that builds in about a minute offline.
+"""
+
+from ._recipe import RECIPE_HASH, load_scripts
+from ._training import build_tiny_reasoner
+
+__all__ = ["RECIPE_HASH", "build_tiny_reasoner", "load_scripts"]

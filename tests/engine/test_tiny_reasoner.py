@@ -1,0 +1,108 @@
+"""The tiny reasoner builds offline and greedy decoding through plain mlx-lm replays every script."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import mlx_lm
+import pytest
+
+from mlx_notebook.engine.tiny_reasoner import RECIPE_HASH, build_tiny_reasoner, load_scripts
+from mlx_notebook.engine.tiny_reasoner._recipe import recipe_hash
+
+SCRIPTS = {script["name"]: script for script in load_scripts()}
+
+
+@pytest.fixture(scope="session")
+def built_dir(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("tiny-reasoner")
+    started = time.perf_counter()
+    build_tiny_reasoner(dest, progress=False)
+    print(f"tiny reasoner built in {time.perf_counter() - started:.1f} s")
+    return dest
+
+
+@pytest.fixture(scope="session")
+def loaded(built_dir):
+    return mlx_lm.load(str(built_dir))
+
+
+def _prompt(tokenizer, script):
+    return tokenizer.apply_chat_template(
+        script["messages"],
+        tools=script.get("tools"),
+        add_generation_prompt=True,
+        **script.get("chat_template_kwargs", {}),
+    )
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("name", list(SCRIPTS))
+def test_greedy_decoding_reproduces_the_scripted_reply(loaded, name):
+    model, tokenizer = loaded
+    script = SCRIPTS[name]
+    reply = mlx_lm.generate(model, tokenizer, _prompt(tokenizer, script), max_tokens=600)
+    assert reply == script["reply"]
+
+
+@pytest.mark.model
+def test_checkpoint_is_a_small_qwen3_that_two_ranks_can_shard(built_dir):
+    config = json.loads((built_dir / "config.json").read_text())
+    assert config["model_type"] == "qwen3"
+    assert config["num_attention_heads"] % 2 == 0 and config["num_key_value_heads"] % 2 == 0
+    assert config["tiny_reasoner_recipe"] == RECIPE_HASH
+    assert "chat_template" in json.loads((built_dir / "tokenizer_config.json").read_text())
+
+
+@pytest.mark.model
+def test_mlx_lm_detects_thinking_and_json_tool_calls(loaded):
+    _, tokenizer = loaded
+    assert (tokenizer.think_start, tokenizer.think_end) == ("<think>", "</think>")
+    assert (tokenizer.tool_call_start, tokenizer.tool_call_end) == ("<tool_call>", "</tool_call>")
+    assert tokenizer.eos_token == "<|im_end|>"
+    body = SCRIPTS["single_tool_call"]["reply"].split("<tool_call>")[1].split("</tool_call>")[0]
+    assert tokenizer.tool_parser(body) == {"name": "get_weather", "arguments": {"city": "Paris"}}
+
+
+@pytest.mark.model
+def test_disabled_thinking_prefills_an_empty_think_block(loaded):
+    _, tokenizer = loaded
+    script = SCRIPTS["thinking_disabled"]
+    text = tokenizer.decode(_prompt(tokenizer, script))
+    assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    script["chat_template_kwargs"] = {}
+    assert tokenizer.decode(_prompt(tokenizer, script)).endswith("<|im_start|>assistant\n")
+
+
+@pytest.mark.model
+def test_follow_up_prompt_extends_the_first_turn_token_for_token(loaded):
+    # What lets the second turn hit the prompt cache: nothing before the new user message changes.
+    _, tokenizer = loaded
+    first, follow_up = SCRIPTS["reason_then_answer"], SCRIPTS["follow_up_turn"]
+    first_turn = _prompt(tokenizer, first) + tokenizer.encode(first["reply"], add_special_tokens=False)
+    first_turn.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    assert _prompt(tokenizer, follow_up)[: len(first_turn)] == first_turn
+
+
+@pytest.mark.model
+def test_the_long_reply_is_at_least_80_tokens(loaded):
+    _, tokenizer = loaded
+    assert len(tokenizer.encode(SCRIPTS["long_story"]["reply"], add_special_tokens=False)) >= 80
+
+
+def test_recipe_hash_changes_when_a_script_changes():
+    scripts = load_scripts()
+    assert recipe_hash(scripts) == RECIPE_HASH
+    scripts[0]["reply"] = scripts[0]["reply"].replace("42", "43")
+    assert recipe_hash(scripts) != RECIPE_HASH
+
+
+def test_scripts_cover_the_required_behaviours():
+    assert set(SCRIPTS) >= {
+        "reason_then_answer", "follow_up_turn", "single_tool_call", "parallel_tool_calls",
+        "answer_from_tool_result", "thinking_disabled", "long_story",
+    }
+    assert SCRIPTS["parallel_tool_calls"]["reply"].count("<tool_call>") == 2
+    assert SCRIPTS["answer_from_tool_result"]["messages"][-1]["role"] == "tool"
+    assert SCRIPTS["follow_up_turn"]["messages"][0] == SCRIPTS["reason_then_answer"]["messages"][0]
