@@ -227,3 +227,116 @@ def test_finish_gives_the_static_bundle_and_displays_it_from_then_on():
     assert metadata["mlx_notebook"]["seed"] == 7
     assert view._repr_mimebundle_() == (data, metadata)
     assert view.blocks[-1]["text"] == "The capital of France is Paris."
+
+
+# -- in a real kernel ---------------------------------------------------------------------------
+
+STREAM_IN_BACKGROUND = r'''
+import threading, time
+from mlx_notebook.engine.events import ContentDelta, Finished, Started
+from mlx_notebook.turn import Turn
+from mlx_notebook.widgets import ChatView
+
+go = threading.Event()
+def stream(view, text):
+    go.wait()
+    view.handle(Started("r", prompt_tokens=3, cached_tokens=0))
+    for word in text.split():
+        view.handle(ContentDelta(word + " "))
+        time.sleep(0.01)
+    view.handle(Finished("stop"))
+    view.finish(Turn(model="m", session=view.session, request={}, content=text, finish_reason="stop"))
+
+view_a = ChatView("m", "a"); view_a.display()
+worker_a = threading.Thread(target=stream, args=(view_a, "answer for cell one"))
+worker_a.start()
+'''
+
+SECOND_CELL = r'''
+view_b = ChatView("m", "b"); view_b.display()
+worker_b = threading.Thread(target=stream, args=(view_b, "answer for cell two"))
+worker_b.start()
+go.set()
+worker_a.join(); worker_b.join()
+'''
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    yield client
+    client.stop_channels()
+    manager.shutdown_kernel(now=True)
+
+
+def run_cell(client, code: str) -> tuple[str, list[dict]]:
+    msg_id = client.execute(code)
+    reply = client.get_shell_msg(timeout=60)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = client.get_shell_msg(timeout=60)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return msg_id, drain_iopub(client)
+
+
+def drain_iopub(client) -> list[dict]:
+    messages = []
+    while True:
+        try:
+            messages.append(client.get_iopub_msg(timeout=1))
+        except Exception:  # queue.Empty: nothing more for a second
+            return messages
+
+
+@pytest.mark.slow
+def test_each_streaming_cell_gets_its_own_final_output(kernel):
+    first, messages = run_cell(kernel, STREAM_IN_BACKGROUND)
+    second, more = run_cell(kernel, SECOND_CELL)
+    messages += more
+    updates = {
+        m["content"]["data"][TURN_MIME_TYPE]["session"]: m["parent_header"]["msg_id"]
+        for m in messages if m["msg_type"] == "update_display_data"
+    }
+    # Both threads finished while the second cell ran; each final output still names its cell.
+    assert updates == {"a": first, "b": second}
+    displays = [m for m in messages if m["msg_type"] == "display_data"]
+    assert [m["parent_header"]["msg_id"] for m in displays] == [first, second]
+
+
+HEADLESS_NOTEBOOK_CELL = r'''
+from mlx_notebook.engine.events import ContentDelta, Finished, ReasoningDelta, Started, Usage
+from mlx_notebook.turn import Turn
+from mlx_notebook.widgets import ChatView
+
+view = ChatView("smollm2", "default")
+view.display()
+view.handle(Started("r", prompt_tokens=12, cached_tokens=4))
+view.handle(ReasoningDelta("Paris, surely."))
+for word in "The capital of France is Paris.".split():
+    view.handle(ContentDelta(word + " "))
+view.handle(Usage(12, 4, 7, 0.1, 200.0, 30.0, 1 << 20))
+view.handle(Finished("stop"))
+view.finish(Turn(model="smollm2", session="default", request={"seed": 0},
+                 content="The capital of France is Paris.", reasoning="Paris, surely.",
+                 usage={"prompt_tokens": 12, "cached_tokens": 4, "completion_tokens": 7},
+                 finish_reason="stop"))
+'''
+
+
+@pytest.mark.slow
+def test_a_headless_run_saves_the_static_turn_instead_of_the_widget():
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(HEADLESS_NOTEBOOK_CELL)])
+    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    outputs = [o for o in notebook.cells[0].outputs if o["output_type"] == "display_data"]
+    assert len(outputs) == 1
+    data = outputs[0]["data"]
+    assert "application/vnd.jupyter.widget-view+json" not in data
+    assert data[TURN_MIME_TYPE]["content"] == "The capital of France is Paris."
+    assert data["text/plain"].splitlines()[-2:] == [
+        "The capital of France is Paris.", "[stop, 12 prompt tokens (4 cached), 7 completion tokens]"]
+    assert "<details class=\"mlxnb-reasoning\"" in data["text/html"]
+    assert outputs[0]["metadata"]["mlx_notebook"]["usage"]["cached_tokens"] == 4
