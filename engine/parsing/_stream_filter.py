@@ -394,8 +394,8 @@ def parse_calls(family: Family, text: str, tools) -> list[dict[str, Any] | _Call
             if len(items) == 1:
                 raise
             calls.append(_CallProblem("", str(exc)))
-    if all(isinstance(c, _CallProblem) for c in calls) and len(calls) == 1:
-        raise ValueError(calls[0].message)
+    if all(isinstance(c, _CallProblem) for c in calls):
+        raise ValueError("; ".join(c.message for c in calls))  # nothing parsed: one problem
     return calls
 
 

@@ -263,3 +263,21 @@ CASES += [
      '<|tool_call>call:edit{record_map:{<|"|>3<|"|>:<|"|>new text<|"|>}}<tool_call|>', {},
      expect(tool_calls=[("edit", {"record_map": {"3": "new text"}})])),
 ]
+
+LFM2 = ("<|tool_call_start|>[get_candidate_status(candidate_id='12345'), label(tags={'urgent'}), "
+        "set_date(month=07, day=05), bad(x=b'z'), "
+        "bash(command='sed -n '360,450p' /testbed/common.py'), "
+        "exec(command='cat > f.py << EOF\nprint(1)\nEOF')]<|tool_call_end|>\nChecking.")
+
+CASES += [
+    ("pythonic_lfm2_near_python_and_bad_sibling", "pythonic", LFM2, {},
+     expect(content="\nChecking.",
+            tool_calls=[("get_candidate_status", {"candidate_id": "12345"}),
+                        ("label", {"tags": ["urgent"]}),
+                        ("set_date", {"month": 7, "day": 5}),
+                        ("bash", {"command": "sed -n '360,450p' /testbed/common.py"}),
+                        ("exec", {"command": "cat > f.py << EOF\nprint(1)\nEOF"})],
+            problems=["bad(x=b'z')"])),  # bytes are no JSON value: that call alone fails
+    ("pythonic_unreadable_bare_list_is_content", "pythonic", "[f(a='x 'y' 'z), g(b='p 'q' 'r)]",
+     {}, expect(content="[f(a='x 'y' 'z), g(b='p 'q' 'r)]")),
+]

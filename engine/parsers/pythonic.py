@@ -1,0 +1,163 @@
+"""Pythonic tool calls: ``[get_weather(city='Paris'), get_time()]``.
+
+LFM2 wraps the list in ``<|tool_call_start|>``/``<|tool_call_end|>``, Llama 4 in
+``<|python_start|>``/``<|python_end|>``, and Llama 3.2 writes it bare. mlx-lm's ``pythonic``
+parser evaluates the whole list at once, so one bad call sinks its siblings, and models'
+near-Python (raw newlines or same-style quotes inside strings, ``07``, sets) fails outright.
+Here the list is split into calls by a quote-aware scanner and each call is read with
+``ast`` on its own; a call that does not read as Python is repaired once (escape raw
+newlines and NULs, treat a quote that is not followed by ``,)]}:`` as text, drop leading
+zeros) and otherwise becomes a problem, ``{"problem": source, "message": ...}``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any
+
+__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call"]
+
+tool_call_start = "<|tool_call_start|>"
+tool_call_end = "<|tool_call_end|>"
+
+_MARKERS = (tool_call_start, tool_call_end, "<|python_start|>", "<|python_end|>")
+_JSON_NAMES = {"true": True, "false": False, "null": None}
+
+
+def parse_tool_call(text: str, tools: Any | None = None) -> list[dict[str, Any]]:
+    body = text
+    for marker in _MARKERS:
+        body = body.replace(marker, "")
+    start, end = body.find("["), body.rfind("]")
+    if start == -1 or end <= start:
+        raise ValueError("No function provided.")
+    sources = _split_calls(body[start + 1: end])
+    if not sources:
+        raise ValueError("the call list is empty")
+    results = []
+    for source in sources:
+        try:
+            results.append(_parse_call(source))
+        except (SyntaxError, ValueError, TypeError) as exc:
+            results.append({"problem": source, "message": f"{type(exc).__name__}: {exc}"})
+    if len(results) == 1 and "problem" in results[0]:
+        raise ValueError(results[0]["message"])
+    return results
+
+
+def _split_calls(inner: str) -> list[str]:
+    """Top-level comma-separated items of the list, respecting brackets and strings."""
+    items, depth, quote, escape, begin = [], 0, "", False, 0
+    for i, ch in enumerate(inner):
+        if quote:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(inner[begin:i])
+            begin = i + 1
+    items.append(inner[begin:])
+    return [item.strip() for item in items if item.strip()]
+
+
+def _parse_call(source: str) -> dict[str, Any]:
+    try:
+        node = ast.parse(source, mode="eval").body
+    except (SyntaxError, ValueError):
+        node = ast.parse(_repair(source), mode="eval").body
+    if not isinstance(node, ast.Call) or node.args:
+        raise ValueError(f"not a call with keyword arguments: {source[:60]!r}")
+    name = _dotted_name(node.func)
+    if name is None:
+        raise ValueError(f"not a function name: {source[:60]!r}")
+    arguments = {}
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            raise ValueError("**kwargs is not a tool argument")
+        arguments[keyword.arg] = _value(keyword.value)
+    return {"name": name, "arguments": arguments}
+
+
+def _dotted_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        parent = _dotted_name(func.value)
+        return f"{parent}.{func.attr}" if parent else None
+    return None
+
+
+def _value(node: ast.expr) -> Any:
+    """A JSON-compatible value: literals, containers, JSON's true/false/null; sets as lists."""
+    if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
+        return _JSON_NAMES[node.id]
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [_value(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ValueError("** inside a dict is not a literal")
+        return {_key(k): _value(v) for k, v in zip(node.keys, node.values)}
+    value = ast.literal_eval(node)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a JSON number")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise ValueError(f"{type(value).__name__} is not a JSON value")
+
+
+def _key(node: ast.expr) -> str:
+    key = _value(node)
+    return key if isinstance(key, str) else str(key).lower() if isinstance(key, bool) else str(key)
+
+
+def _repair(source: str) -> str:
+    """Best-effort near-Python to Python (see the module docstring)."""
+    out, quote, escape, i, n = [], "", False, 0, len(source)
+    while i < n:
+        ch = source[i]
+        if quote:
+            if escape:
+                escape = False
+                out.append(ch)
+            elif ch == "\\":
+                escape = True
+                out.append(ch)
+            elif ch == quote:
+                rest = source[i + 1:].lstrip()
+                if not rest or rest[0] in ",)]}:":
+                    quote = ""
+                    out.append(ch)
+                else:
+                    out.append("\\" + ch)  # a quote inside the text, not its end
+            elif ch == "\n":
+                out.append("\\n")
+            elif ch == "\r":
+                out.append("\\r")
+            elif ch == "\x00":
+                out.append("\\x00")
+            else:
+                out.append(ch)
+        elif ch in "'\"":
+            quote = ch
+            out.append(ch)
+        elif ch == "0" and i + 1 < n and source[i + 1].isdigit() and not _in_word(source, i):
+            pass  # a leading zero ("07"): Python 3 rejects it, the value is 7
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _in_word(source: str, i: int) -> bool:
+    """Whether position ``i`` continues an identifier or a number (so its 0 is not leading)."""
+    return i > 0 and (source[i - 1].isalnum() or source[i - 1] in "_.")
