@@ -151,3 +151,24 @@ def test_scanned_tail_stays_bounded_by_one_marker(family):
         f.feed(piece + " ")
         assert len(f._tail) < longest + 1
     f.finish()
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_markup_soup_streams_exactly_like_the_buffered_parse(family):
+    """Random replies made of marker pieces, brackets and quotes, in random splits (fixed
+    seeds): streaming equals the buffered parse and nothing raises."""
+    fam = FAMILIES[family]
+    pieces = ["a", " ", "\n", "{", "}", "[", "]", '"', "'", "<", ">", "/", ":", ",", "thought\n",
+              '{"name": "f", "arguments": {}}', "call:f{}", "f(x=1)", "<function=f>"]
+    for m in fam.tools:
+        pieces += [m.start, m.end, m.start[: len(m.start) // 2]]
+    if fam.think:
+        pieces += [*fam.think, fam.think[0][:3], fam.think[1][:4]]
+    rng = random.Random(family)
+    for _ in range(60):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 25)))
+        for options in ({}, {"starts_in_reasoning": True}, {"starts_in_reasoning": False}):
+            buffered = parse_output(text, family, **options).events
+            sizes = [rng.randint(1, 9) for _ in range(20)]
+            assert stream(text, family, sizes, **options) == buffered, (text, options, sizes)
+            assert stream(text, family, [1], **options) == buffered, (text, options)
