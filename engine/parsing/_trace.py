@@ -138,7 +138,7 @@ def trace(
     text_or_token_ids: str | Sequence[int],
     family: str | Family,
     *,
-    chunking: str | int = "tokens",
+    chunking: str | int | Sequence[int] | None = None,
     tokenizer: Any = None,
     tools: list[dict[str, Any]] | None = None,
     starts_in_reasoning: bool | None = None,
@@ -148,8 +148,12 @@ def trace(
 
     ``chunking``: ``"tokens"`` (decode token by token with the tokenizer's streaming
     detokenizer, as the engine does; needs ``tokenizer``), an int (fixed-size pieces of the
-    text) or ``"random"`` (random piece sizes from ``seed``).
+    text), a list of ints (piece sizes, cycled) or ``"random"`` (random piece sizes from
+    ``seed``). The default is ``"tokens"`` when a tokenizer is given, else one character at
+    a time (the strictest replay).
     """
+    if chunking is None:
+        chunking = "tokens" if tokenizer is not None else 1
     deltas = _chunk(text_or_token_ids, chunking, tokenizer, seed)
     return Trace.from_deltas(deltas, family, tools=tools, starts_in_reasoning=starts_in_reasoning)
 
@@ -168,9 +172,19 @@ def _chunk(source, chunking, tokenizer, seed: int) -> list[str]:
             pieces.append(text[pos:pos + n])
             pos += n
         return pieces
-    if isinstance(chunking, int) and not isinstance(chunking, bool) and chunking > 0:
-        return [text[i:i + chunking] for i in range(0, len(text), chunking)]
-    raise ValueError(f'chunking must be "tokens", "random" or a positive int, not {chunking!r}.')
+    if isinstance(chunking, int) and not isinstance(chunking, bool):
+        chunking = [chunking]
+    if (isinstance(chunking, (list, tuple)) and chunking
+            and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in chunking)):
+        pieces, pos, i = [], 0, 0
+        while pos < len(text):
+            n = chunking[i % len(chunking)]
+            pieces.append(text[pos:pos + n])
+            pos, i = pos + n, i + 1
+        return pieces
+    raise ValueError(
+        f'chunking must be "tokens", "random", a positive int or a list of them, not {chunking!r}.'
+    )
 
 
 def _detokenize(tokenizer: Any, ids: Sequence[int]) -> list[str]:

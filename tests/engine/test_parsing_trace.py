@@ -93,7 +93,19 @@ def test_token_chunking_uses_the_streaming_detokenizer(bpe_tokenizer):
 
 def test_token_chunking_without_a_tokenizer_names_the_fix():
     with pytest.raises(ValueError, match="needs tokenizer"):
-        trace(REPLY, "qwen3")
+        trace(REPLY, "qwen3", chunking="tokens")
+
+
+def test_default_chunking_without_a_tokenizer_is_per_character():
+    t = trace(REPLY, "qwen3")
+    assert [r.chunk for r in t.rows[:-1]] == list(REPLY)
+
+
+def test_list_of_sizes_is_cycled():
+    t = trace("abcdefghij", "plain", chunking=[1, 3])
+    assert [r.chunk for r in t.rows[:-1]] == ["a", "bcd", "e", "fgh", "i", "j"]
+    with pytest.raises(ValueError, match="positive int"):
+        trace("abc", "plain", chunking=[0])
 
 
 def test_buffered_result_is_parse_output():
