@@ -92,17 +92,18 @@ class StreamFilter:
         self.tools = normalize_tools(tools)
         if starts_in_reasoning is None and self.family.starts_in_reasoning:
             starts_in_reasoning = True
-        self.starts_in_reasoning = bool(starts_in_reasoning and self.family.think)
-        if self.starts_in_reasoning:
+        if starts_in_reasoning and self.family.think:
             self.mode = REASONING
         elif starts_in_reasoning is None and self.family.think:
             self.mode = UNDECIDED
         else:
             self.mode = CONTENT
+        self.starts_in_reasoning: bool | None = {REASONING: True, CONTENT: False}.get(self.mode)
+        """The start state as resolved (None: undecided); pass it on to replay this reply."""
         self._tail = ""  # received, not yet scanned to a decision (at most a marker long)
         self._pending: list[str] = []  # scanned text held while UNDECIDED
-        self._reasoning_seen = self.starts_in_reasoning
-        self._spoke = self.starts_in_reasoning  # any output yet (ends "leading" markers)
+        self._reasoning_seen = self.mode == REASONING
+        self._spoke = self.mode == REASONING  # any output yet (ends "leading" markers)
         self._mode_has_text = False  # non-whitespace text emitted in the current mode
         self._marker: ToolMarker | None = None
         self._body: list[str] = []
