@@ -6,7 +6,6 @@ import dataclasses
 import json
 import pathlib
 import sys
-from functools import partial
 
 import mlx.core as mx
 import mlx.nn as nn
@@ -26,11 +25,12 @@ __all__ = ["build_tiny_reasoner"]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Batch:
-    """Every script as one padded row: the model reads `inputs` and is scored on `targets` where `mask` is 1."""
+    """Scripts of similar length as padded rows, scored on `targets` where `mask` is 1."""
 
-    inputs: mx.array  # (scripts, length - 1) token ids
-    targets: mx.array  # (scripts, length - 1) the next token at each position
-    mask: mx.array  # (scripts, length - 1) float32, 1 on the reply tokens and the closing <|im_end|>
+    names: tuple[str, ...]  # the scripts, one per row
+    inputs: mx.array  # (rows, length - 1) token ids
+    targets: mx.array  # (rows, length - 1) the next token at each position
+    mask: mx.array  # (rows, length - 1) float32, 1 on the reply tokens and the closing <|im_end|>
 
 
 def _prompt_ids(tokenizer, script: dict) -> list[int]:
@@ -58,23 +58,34 @@ def _training_texts(scripts: list[dict]) -> list[str]:
     return texts
 
 
-def _make_batch(tokenizer: TokenizerWrapper, scripts: list[dict]) -> _Batch:
+def _pad(rows: list[tuple[str, list[int], int]], pad: int) -> _Batch:
+    length = max(len(ids) for _, ids, _ in rows)
+    tokens = mx.array([ids + [pad] * (length - len(ids)) for _, ids, _ in rows])
+    positions = mx.arange(1, length)[None, :]
+    starts = mx.array([start for _, _, start in rows])[:, None]
+    ends = mx.array([len(ids) for _, ids, _ in rows])[:, None]
+    mask = ((positions >= starts) & (positions < ends)).astype(mx.float32)
+    return _Batch(tuple(name for name, _, _ in rows), tokens[:, :-1], tokens[:, 1:], mask)
+
+
+def _make_batches(tokenizer: TokenizerWrapper, scripts: list[dict]) -> list[_Batch]:
     # The prompt is tokenized on its own, exactly as a user's request will be; BPE over the joined
     # text could merge across the prompt/reply boundary and teach tokens no request ever shows.
-    rows, reply_starts = [], []
+    rows = []
     for script in scripts:
         prompt = _prompt_ids(tokenizer, script)
         reply = tokenizer.encode(script["reply"], add_special_tokens=False)
-        rows.append(prompt + reply + [tokenizer.convert_tokens_to_ids(EOS_TOKEN)])
-        reply_starts.append(len(prompt))
-    length = max(len(row) for row in rows)
-    pad = tokenizer.pad_token_id
-    tokens = mx.array([row + [pad] * (length - len(row)) for row in rows])
-    positions = mx.arange(1, length)[None, :]
-    starts = mx.array(reply_starts)[:, None]
-    ends = mx.array([len(row) for row in rows])[:, None]
-    mask = ((positions >= starts) & (positions < ends)).astype(mx.float32)
-    return _Batch(inputs=tokens[:, :-1], targets=tokens[:, 1:], mask=mask)
+        rows.append((script["name"], prompt + reply + [tokenizer.convert_tokens_to_ids(EOS_TOKEN)], len(prompt)))
+    # Attention costs rows x length^2 on the CPU, so rows of similar length share a batch rather
+    # than all padding to the longest.
+    rows.sort(key=lambda row: len(row[1]))
+    buckets: list[list] = []
+    for row in rows:
+        if buckets and len(row[1]) <= 1.3 * len(buckets[-1][0][1]):
+            buckets[-1].append(row)
+        else:
+            buckets.append([row])
+    return [_pad(bucket, tokenizer.pad_token_id) for bucket in buckets]
 
 
 def _model_args(hp: Hyperparameters) -> qwen3.ModelArgs:
@@ -94,58 +105,55 @@ def _model_args(hp: Hyperparameters) -> qwen3.ModelArgs:
     )
 
 
-def _loss(model: nn.Module, batch: _Batch) -> mx.array:
-    losses = nn.losses.cross_entropy(model(batch.inputs), batch.targets)
-    return (losses * batch.mask).sum() / batch.mask.sum()
+def _loss(model: nn.Module, batches: list[_Batch]) -> mx.array:
+    """Mean cross-entropy over every reply token of every script."""
+    total = sum((nn.losses.cross_entropy(model(b.inputs), b.targets) * b.mask).sum() for b in batches)
+    return total / sum(b.mask.sum() for b in batches)
 
 
-def _worst_margins(model: nn.Module, batch: _Batch) -> mx.array:
-    """Per script, the smallest lead of the scripted token's logit over the best other token."""
-    logits = model(batch.inputs)
-    target = mx.take_along_axis(logits, batch.targets[..., None], axis=-1)[..., 0]
-    others = mx.where(mx.arange(logits.shape[-1]) == batch.targets[..., None], -mx.inf, logits)
-    margins = target - others.max(axis=-1)
-    return mx.where(batch.mask > 0, margins, mx.inf).min(axis=-1)
+def _worst_margins(model: nn.Module, batches: list[_Batch]) -> dict[str, float]:
+    """Per script, the smallest lead of a scripted token's logit over the best other token."""
+    margins = {}
+    for batch in batches:
+        logits = model(batch.inputs)
+        target = mx.take_along_axis(logits, batch.targets[..., None], axis=-1)[..., 0]
+        others = mx.where(mx.arange(logits.shape[-1]) == batch.targets[..., None], -mx.inf, logits)
+        worst = mx.where(batch.mask > 0, target - others.max(axis=-1), mx.inf).min(axis=-1)
+        margins.update(zip(batch.names, worst.tolist()))
+    return margins
 
 
-def _train(model: nn.Module, batch: _Batch, scripts: list[dict], hp: Hyperparameters, progress: bool) -> None:
+def _train(model: nn.Module, batches: list[_Batch], hp: Hyperparameters, progress: bool) -> int:
+    """Adam until every script wins greedy decoding by the margin; returns the steps taken."""
     schedule = optim.join_schedules(
-        [optim.linear_schedule(1e-5, hp.learning_rate, hp.warmup_steps),
-         optim.cosine_decay(hp.learning_rate, hp.steps - hp.warmup_steps, hp.learning_rate * 0.1)],
+        [
+            optim.linear_schedule(hp.learning_rate * 0.01, hp.learning_rate, hp.warmup_steps),
+            optim.cosine_decay(hp.learning_rate, hp.max_steps - hp.warmup_steps, hp.learning_rate * 0.1),
+        ],
         [hp.warmup_steps],
     )
     optimizer = optim.Adam(learning_rate=schedule)
-    state = [model.state, optimizer.state]
     loss_and_grad = nn.value_and_grad(model, _loss)
-
-    @partial(mx.compile, inputs=state, outputs=state)
-    def step(batch_inputs, batch_targets, batch_mask):
-        loss, grads = loss_and_grad(model, _Batch(batch_inputs, batch_targets, batch_mask))
-        optimizer.update(model, grads)
-        return loss
-
-    bar = tqdm(total=hp.steps, desc="training tiny-reasoner", unit="step", file=sys.stderr, disable=not progress)
-    done = 0
+    bar = tqdm(total=hp.max_steps, desc="training tiny-reasoner", unit="step", file=sys.stderr, disable=not progress)
     with bar:
-        while True:
-            for _ in range(bar.total - done):
-                loss = step(batch.inputs, batch.targets, batch.mask)
-                mx.eval(state, loss)
-                done += 1
-                bar.update()
-                if done % 20 == 0:
-                    bar.set_postfix(loss=f"{loss.item():.4f}")
-            margins = _worst_margins(model, batch).tolist()
-            if min(margins) >= hp.min_margin:
-                return
-            if done >= hp.max_steps:
-                failing = ", ".join(s["name"] for s, m in zip(scripts, margins) if m < hp.min_margin)
-                raise ModelStoreError(
-                    f"The tiny reasoner did not memorize {failing} within {done} training steps; "
-                    "raise Hyperparameters.max_steps in engine/tiny_reasoner/_recipe.py."
-                )
-            bar.total = min(done + hp.extra_round_steps, hp.max_steps)
-            bar.refresh()
+        for step in range(1, hp.max_steps + 1):
+            loss, grads = loss_and_grad(model, batches)
+            optimizer.update(model, grads)
+            mx.eval(model.parameters(), optimizer.state, loss)
+            bar.update()
+            if step < hp.min_steps or step % hp.check_every:
+                continue
+            margins = _worst_margins(model, batches)
+            bar.set_postfix(loss=f"{loss.item():.4f}", margin=f"{min(margins.values()):.2f}")
+            if min(margins.values()) >= hp.min_margin:
+                bar.total = step  # the bar ends full: training is done, not cut short
+                bar.refresh()
+                return step
+    failing = ", ".join(name for name, margin in margins.items() if margin < hp.min_margin)
+    raise ModelStoreError(
+        f"The tiny reasoner did not memorize {failing} within {hp.max_steps} training steps; "
+        "raise max_steps in engine/tiny_reasoner/_recipe.py."
+    )
 
 
 def _config(hp: Hyperparameters, tokenizer: TokenizerWrapper) -> dict:
@@ -178,11 +186,11 @@ def build_tiny_reasoner(dest: pathlib.Path, *, progress: bool = True) -> None:
     )
     # Encode through mlx-lm's own loader, so training sees exactly the ids that mlx_lm.load serves.
     tokenizer = load_tokenizer(dest)
-    batch = _make_batch(tokenizer, scripts)
+    batches = _make_batches(tokenizer, scripts)
 
     mx.random.seed(hp.seed)
     model = qwen3.Model(_model_args(hp))
-    _train(model, batch, scripts, hp, progress)
+    _train(model, batches, hp, progress)
 
     (dest / "config.json").write_text(json.dumps(_config(hp, tokenizer), indent=2) + "\n", encoding="utf-8")
     weights = dict(tree_flatten(model.parameters()))
