@@ -20,6 +20,7 @@ from mlx_notebook.engine.errors import (
     ModelStoreError,
 )
 
+from .options import sampling_fields
 from .sessions import UnknownSession
 from .tools import ToolError
 
@@ -27,15 +28,25 @@ __all__ = ["usage_error", "as_usage_errors", "no_model_error", "EXPECTED_ERRORS"
 
 EXPECTED_ERRORS = (EngineError, ToolError, UnknownSession)
 
+FLAGS = {
+    **{field: "--" + field.replace("_", "-") for field in sampling_fields()},
+    "top_logprobs": "--tokens",
+    "logprobs": "--tokens",
+    "chat_template_kwargs": "--think",
+}
+"""Request body fields and the magic flag that sets each."""
+
 
 def usage_error(magic: str, exc: Exception) -> UsageError:
     """The one-sentence ``UsageError`` for an expected failure inside ``magic``."""
     if isinstance(exc, EngineDeadError):
         message = "the engine has stopped; run %load_model to start it again."
     elif isinstance(exc, EngineRequestError):
+        # The engine names body fields ('max_tokens'); the user typed a flag (--max-tokens).
         message = _sentence(exc.message)
-        if exc.param and f"--{_flag(exc.param)}" not in message and exc.param not in message:
-            message = f"{message[:-1]} (--{_flag(exc.param)})."
+        flag = FLAGS.get(exc.param or "")
+        if flag:
+            message = message.replace(f"'{exc.param}'", flag)
     elif isinstance(exc, ModelStoreError):
         message = _sentence(str(exc))
     else:
@@ -56,10 +67,6 @@ def as_usage_errors(magic: str) -> Iterator[None]:
 
 def no_model_error(magic: str) -> UsageError:
     return UsageError(f"{magic}: no model is loaded; run %load_model first (no argument loads the default model).")
-
-
-def _flag(param: str) -> str:
-    return param.replace("_", "-")
 
 
 def _sentence(text: str) -> str:

@@ -9,6 +9,7 @@ the only interpolation is the cell body's, once, before templating.
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -106,7 +107,7 @@ class MlxMagics(Magics):
         options = {
             "prompt_cache_bytes": args.prompt_cache_bytes, "max_kv_size": args.max_kv_size,
             "adapter_path": args.adapter, "draft_model": args.draft_model,
-            "chat_template": args.chat_template, "dtype": args.dtype,
+            "chat_template": _read_template(args.chat_template), "dtype": args.dtype,
             "default_sampling": sampling or None,
         }
         # Free the old model first: two models at once may not fit in memory.
@@ -238,7 +239,8 @@ class MlxMagics(Magics):
                 raise UsageError(f"%mlx render: session '{session.name}' has no messages yet; "
                                  "chat first or pass --message TEXT.")
             body = {"messages": messages, **({"tools": [t.schema() for t in tools]} if tools else {})}
-            display(reports.rendered_prompt(engine.inspect(body)))
+            inspection = engine.inspect(body)
+        display(reports.rendered_prompt(inspection, _special_ids(engine.tokenizer)))
 
     @magic_arguments(name="mlx trace")
     @argument("text", help="The model output to parse: a notebook variable's name or literal text.")
@@ -347,6 +349,8 @@ class MlxMagics(Magics):
     def _cell_text(self, cell: str, args: Any, magic: str) -> str:
         if not cell.strip():
             raise UsageError(f"{magic}: the cell is empty; write the message below the {magic} line.")
+        # The newline IPython leaves after the cell's last line is not part of the message.
+        cell = cell.rstrip("\n")
         if args.no_interpolate:
             return cell
         return interpolate(cell, self.shell.user_ns, magic=magic)
@@ -365,6 +369,10 @@ class MlxMagics(Magics):
             view.finish(turn)
         else:
             display(turn)
+        if args.tokens:
+            from .widgets import TokenView
+
+            display(TokenView(turn.logprobs))
         if args.raw:
             display(reports.chunk_table(turn.chunks))
 
@@ -415,6 +423,22 @@ def _config_keys(func: Any) -> set[str]:
 
 def _fields(args: Any) -> dict:
     return {field: getattr(args, field) for field in sampling_fields() if getattr(args, field) is not None}
+
+
+def _read_template(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"%load_model: cannot read the chat template file {path} ({exc.strerror}).") from None
+
+
+def _special_ids(tokenizer: Any) -> set[int]:
+    """Ids of the tokenizer's special tokens (chat markers, <think>, <tool_call>, ...)."""
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    ids = {token_id for token_id, token in added.items() if getattr(token, "special", False)}
+    return ids | set(getattr(tokenizer, "all_special_ids", None) or ())
 
 
 def _names(tools: str | None) -> list[str] | None:

@@ -103,14 +103,14 @@ def status(engine: Any) -> Report:
 def cache(info: Any) -> Report:
     lines = [
         f"entries: {_get(info, 'entries')}, tokens: {_get(info, 'tokens')}, "
-        f"bytes: {_size(_get(info, 'bytes'))} of {_size(_get(info, 'budget'))}",
+        f"bytes: {_size(_get(info, 'bytes'))} of {_size(_get(info, 'budget_bytes'))}",
     ]
-    lookups = list(_get(info, "last_lookups") or _get(info, "lookups") or [])
+    lookups = list(_get(info, "lookups") or [])
     if lookups:
         lines.append("last lookups:")
     for lookup in lookups:
         cached, total = _get(lookup, "cached_tokens"), _get(lookup, "prompt_tokens")
-        reason = _get(lookup, "miss_reason") or _get(lookup, "reason")
+        reason = _get(lookup, "miss_reason")
         verdict = "hit" if cached else "miss"
         line = f"  {_get(lookup, 'request_id', '')} {verdict}: {cached} of {total} prompt tokens cached"
         if reason:
@@ -119,21 +119,27 @@ def cache(info: Any) -> Report:
     return text("\n".join(lines))
 
 
-def rendered_prompt(inspection: Any) -> Report:
-    """The template's output with special tokens marked: ``[[...]]`` in text, highlighted in HTML."""
-    tokens = list(_get(inspection, "tokens") or _get(inspection, "token_strings") or [])
-    ids = list(_get(inspection, "token_ids") or [])
-    special = set(_get(inspection, "special_tokens") or [])
-    prompt = _get(inspection, "prompt") or _get(inspection, "rendered") or ""
-    count = len(ids) or len(tokens)
-    if not special:
-        return Report(f"{prompt}\n[{count} tokens]",
-                      f"<pre>{html.escape(prompt)}</pre><p>{count} tokens</p>")
-    plain, marked = prompt, html.escape(prompt)
-    for token in sorted(special, key=len, reverse=True):
-        plain = plain.replace(token, f"[[{token}]]")
-        marked = marked.replace(html.escape(token), f"<mark>{html.escape(token)}</mark>")
-    return Report(f"{plain}\n[{count} tokens]", f"<pre>{marked}</pre><p>{count} tokens</p>")
+def rendered_prompt(inspection: Any, special_ids: set[int]) -> Report:
+    """The rendered prompt with special tokens marked: ``[[...]]`` in text, highlighted in HTML.
+
+    Marked per token id, not by searching the text, so a user who types ``<|im_end|>`` in a
+    message sees it unmarked: it was tokenized as plain text, which is what matters.
+    """
+    plain, marked = [], []
+    for token_id, piece in zip(inspection.token_ids, inspection.token_strings):
+        if token_id in special_ids:
+            plain.append(f"[[{piece}]]")
+            marked.append(f'<mark title="id {token_id}">{html.escape(piece)}</mark>')
+        else:
+            plain.append(piece)
+            marked.append(html.escape(piece))
+    lookup = inspection.cache
+    footer = (f"{len(inspection.token_ids)} tokens, {lookup.cached_tokens} would come from the "
+              "prompt cache" + (f" ({lookup.miss_reason.rstrip('.')})" if lookup.miss_reason else ""))
+    return Report(
+        "".join(plain) + f"\n[{footer}]",
+        f'<pre style="white-space:pre-wrap">{"".join(marked)}</pre><p>{html.escape(footer)}</p>',
+    )
 
 
 def sessions(all_sessions: Iterable[Session]) -> Report:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
-from mlx_notebook.engine import events
+from mlx_notebook.engine import events, responses
+from mlx_notebook.engine.errors import EngineRequestError
 
 from .tools import Tool, call_tool
 from .turn import Round, Turn
@@ -83,41 +83,49 @@ def run_turn(
 
 def _consume(handle: Any, turn: Turn, round_: Round, view: View | None, kind: str) -> None:
     """Record every event of one request; on KeyboardInterrupt cancel it and drain the rest."""
-    stream = handle.events()
-    chunk = _Chunker(handle.id, turn.model, kind)
     try:
-        for event in stream:
-            _record(turn, round_, event, chunk)
-            if view is not None:
-                view.handle(event)
+        _stream(handle, turn, round_, view, kind)
     except KeyboardInterrupt:
         handle.cancel()
         turn.interrupted = True
         try:
-            # The engine ends a cancelled request promptly with Usage and Finished; reading
-            # them keeps the token counts honest. A second interrupt stops waiting.
-            for event in stream:
-                _record(turn, round_, event, chunk)
+            # The interrupt may have landed inside the event generator and ended it; the
+            # handle's queue still holds the rest, and the engine ends a cancelled request
+            # promptly with Usage and Finished, which keep the counts honest. A second
+            # interrupt stops waiting.
+            _stream(handle, turn, round_, None, kind)
         except KeyboardInterrupt:
             pass
 
 
-def _record(turn: Turn, round_: Round, event: events.EngineEvent, chunk: "_Chunker") -> None:
+def _stream(handle: Any, turn: Turn, round_: Round, view: View | None, kind: str) -> None:
+    def observed(stream: Iterator[events.EngineEvent]) -> Iterator[events.EngineEvent]:
+        for event in stream:
+            _record(turn, round_, event)
+            if view is not None:
+                view.handle(event)
+            yield event
+
+    # The engine's own chunk builder, so ``turn.chunks`` is what the HTTP path would send.
+    build = responses.chat_chunks if kind == "chat" else responses.completion_chunks
+    chunks = build(observed(handle.events()), request=handle.request, request_id=handle.id,
+                   created=int(time.time()))
+    try:
+        turn.chunks.extend(chunks)
+    except EngineRequestError:
+        pass  # an Error event: already recorded on the turn as ``turn.error``
+
+
+def _record(turn: Turn, round_: Round, event: events.EngineEvent) -> None:
     if isinstance(event, events.ReasoningDelta):
         round_.reasoning += event.text
-        turn.chunks.append(chunk({"reasoning": event.text}))
     elif isinstance(event, events.ContentDelta):
         round_.content += event.text
-        turn.chunks.append(chunk({"content": event.text}))
     elif isinstance(event, events.ToolCall):
         call = {"id": event.id, "name": event.name, "arguments": dict(event.arguments),
                 "result": None, "error": None}
         round_.tool_calls.append(call)
         turn.tool_calls.append(call)
-        turn.chunks.append(chunk({"tool_calls": [{
-            "index": event.index, "id": event.id, "type": "function",
-            "function": {"name": event.name, "arguments": json.dumps(event.arguments)},
-        }]}))
     elif isinstance(event, events.TokenLogprobs):
         if turn.logprobs is None:
             turn.logprobs = []
@@ -133,7 +141,6 @@ def _record(turn: Turn, round_: Round, event: events.EngineEvent, chunk: "_Chunk
         round_.finish_reason = event.reason
         if event.reason == "cancelled":
             turn.interrupted = True
-        turn.chunks.append(chunk({}, finish_reason=event.reason))
     elif isinstance(event, events.Error):
         turn.error = event.message
 
@@ -145,23 +152,6 @@ def _timings(turn: Turn, usage: events.Usage) -> None:
     timings["prefill_tokens_per_second"] = usage.prefill_tokens_per_second
     timings["decode_tokens_per_second"] = usage.decode_tokens_per_second
     timings["peak_memory"] = max(timings.get("peak_memory") or 0, usage.peak_memory)
-
-
-@dataclass(frozen=True, slots=True)
-class _Chunker:
-    """Builds the streamed chunks the HTTP path would send, for ``--raw`` and ``turn.chunks``."""
-
-    request_id: str
-    model: str
-    kind: str
-
-    def __call__(self, delta: dict, *, finish_reason: str | None = None) -> dict:
-        head = {"id": self.request_id, "created": int(time.time()), "model": self.model}
-        if self.kind == "completion":
-            choice = {"index": 0, "text": delta.get("content", ""), "finish_reason": finish_reason}
-            return {**head, "object": "text_completion", "choices": [choice]}
-        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
-        return {**head, "object": "chat.completion.chunk", "choices": [choice]}
 
 
 def _summarize(turn: Turn, started: float) -> None:

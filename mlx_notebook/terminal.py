@@ -27,6 +27,7 @@ class TerminalView:
         self._out = stream if stream is not None else sys.stdout
         self._section: str | None = None
         self._written = False
+        self._held = ""
         self.model = turn_model
         self.session = session
 
@@ -38,11 +39,9 @@ class TerminalView:
 
     def handle(self, event: events.EngineEvent) -> None:
         if isinstance(event, events.ReasoningDelta):
-            self._start("reasoning", "[thinking] ")
-            self._write(event.text)
+            self._text("reasoning", event.text, "[thinking] ")
         elif isinstance(event, events.ContentDelta):
-            self._start("content")
-            self._write(event.text)
+            self._text("content", event.text)
         elif isinstance(event, events.ToolCall):
             self._start("line", f"[tool call] {event.name}({json.dumps(event.arguments)})")
         elif isinstance(event, events.ParseProblem):
@@ -60,6 +59,21 @@ class TerminalView:
         if turn.error and self._section != "line":
             self._start("line", f"[error] {turn.error}")
         self._start("line", f"[{turn.summary()}]\n")
+
+    def _text(self, section: str, text: str, prefix: str = "") -> None:
+        """Stream text without the blank lines at a section's edges (the newlines around
+        ``<think>`` markup): leading whitespace is dropped, trailing whitespace held back
+        until more text of the same section follows it."""
+        if section != self._section:
+            text = text.lstrip()
+            if not text:
+                return
+            self._held = ""
+            self._start(section, prefix)
+        text = self._held + text
+        body = text.rstrip()
+        self._held = text[len(body):]
+        self._write(body)
 
     def _start(self, section: str, prefix: str = "") -> None:
         """Begin a section on a new line; a ``line`` section always starts a new line."""

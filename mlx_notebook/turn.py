@@ -48,7 +48,11 @@ class Round:
 
     def messages(self) -> list[dict]:
         """The assistant message and tool-result messages this round adds to a conversation."""
-        assistant: dict[str, Any] = {"role": "assistant", "content": self.content}
+        # Whitespace-only content (the "\n\n" after </think> before a tool call) goes back as
+        # "": templates test content for truthiness, and a re-rendered "\n\n" would make the
+        # next prompt differ from what the model generated.
+        content = self.content if self.content.strip() else ""
+        assistant: dict[str, Any] = {"role": "assistant", "content": content}
         if self.reasoning:
             # Templates that keep earlier reasoning (the tiny reasoner's) then re-render the
             # reply exactly as generated, so the next prompt extends this one: a cache hit.
@@ -123,7 +127,7 @@ class Turn:
     @property
     def text(self) -> str:
         """The answer with an ``[interrupted]`` mark when the user stopped it."""
-        return self.content + (" [interrupted]" if self.interrupted else "")
+        return self.content.strip() + (" [interrupted]" if self.interrupted else "")
 
     @property
     def in_history(self) -> bool:
