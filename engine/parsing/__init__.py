@@ -6,7 +6,8 @@ Public surface: ``StreamFilter`` (streaming), ``parse_output`` (the buffered ora
 """
 
 from ._families import FAMILIES, Family, ToolMarker, family_names, get_family
-from ._stream_filter import Event, ParsedOutput, StreamFilter, merge_events, parse_output
+from ._event import Event, merge_events
+from ._stream_filter import ParsedOutput, StreamFilter, parse_output
 from ._tokenizer_family import family_for_tokenizer, prompt_starts_in_reasoning
 from ._trace import Trace, TraceDifference, TraceRow, trace
 

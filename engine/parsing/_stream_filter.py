@@ -20,55 +20,19 @@ Example (qwen3)::
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from ._body_scanners import make_scanner
+from ._event import Event, merge_events
 from ._families import Family, ToolMarker, get_family
+from ._tool_calls import CallProblem, normalize_tools, parse_calls
 
-__all__ = ["Event", "StreamFilter", "ParsedOutput", "parse_output", "merge_events"]
-
-EventKind = Literal["reasoning", "content", "tool_call", "problem"]
+__all__ = ["StreamFilter", "ParsedOutput", "parse_output"]
 
 # Filter modes, shown as "state" in traces. UNDECIDED: the caller did not say whether the
 # prompt opened reasoning, so text is held until the output itself says (see StreamFilter).
 REASONING, CONTENT, TOOL, UNDECIDED = "reasoning", "content", "tool_call", "undecided"
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One piece of a parsed reply.
-
-    ``reasoning``/``content``: ``text`` is the text. ``tool_call``: ``text`` is the raw markup
-    (markers included), ``name`` and ``arguments`` the parsed call, ``id`` the model's own call
-    id when its format has one. ``problem``: ``text`` is the raw markup that did not parse and
-    ``message`` says why; it is never dropped.
-    """
-
-    kind: EventKind
-    text: str
-    name: str | None = None
-    arguments: dict[str, Any] | None = None
-    id: str | None = None
-    message: str = ""
-
-
-def merge_events(events: list[Event]) -> list[Event]:
-    """Join adjacent reasoning (or content) events: the form chunkings are compared in."""
-    merged: list[Event] = []
-    for event in events:
-        if (
-            merged
-            and event.kind in (REASONING, CONTENT)
-            and merged[-1].kind == event.kind
-        ):
-            merged[-1] = Event(event.kind, merged[-1].text + event.text)
-        elif event.kind in (REASONING, CONTENT) and not event.text:
-            continue
-        else:
-            merged.append(event)
-    return merged
 
 
 class StreamFilter:
@@ -283,7 +247,7 @@ class StreamFilter:
                 self._problem(raw, f"The tool call did not parse: {exc}")
             return
         for call in calls:
-            if isinstance(call, _CallProblem):
+            if isinstance(call, CallProblem):
                 self._problem(call.text or raw, f"The tool call did not parse: {call.message}")
             else:
                 self.tool_calls += 1
@@ -360,86 +324,6 @@ def _partial_suffix(buf: str, marker: str) -> int:
         if buf.endswith(marker[:k]):
             return k
     return 0
-
-
-@dataclass(frozen=True, slots=True)
-class _CallProblem:
-    """One call of a block that did not parse while its siblings did."""
-
-    text: str
-    message: str
-
-
-def parse_calls(family: Family, text: str, tools) -> list[dict[str, Any] | _CallProblem]:
-    """Parse one call body with the family's parser into ``[{"name", "arguments"[, "id"]}]``.
-
-    Raises when the block as a whole does not parse; a single bad call among good ones (a
-    parser may report it as ``{"problem": raw, "message": ...}``) comes back as a
-    ``_CallProblem`` in its place.
-    """
-    module = family.parser_module()
-    if module is None:
-        raise ValueError(f"family {family.name!r} has no tool-call parser")
-    result = module.parse_tool_call(text.strip(), tools)
-    items = result if isinstance(result, list) else [result]
-    if not items:
-        raise ValueError("no call found in the markup")
-    calls: list[dict[str, Any] | _CallProblem] = []
-    for item in items:
-        if isinstance(item, dict) and "problem" in item:
-            calls.append(_CallProblem(str(item["problem"]), str(item.get("message", ""))))
-            continue
-        try:
-            calls.append(_normalize_call(item))
-        except (ValueError, TypeError) as exc:
-            if len(items) == 1:
-                raise
-            calls.append(_CallProblem("", str(exc)))
-    if all(isinstance(c, _CallProblem) for c in calls):
-        raise ValueError("; ".join(c.message for c in calls))  # nothing parsed: one problem
-    return calls
-
-
-def normalize_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-    """Tools in the Chat Completions shape parsers expect: ``{"type", "function": {...}}``.
-
-    The Responses API writes them flat (``{"type": "function", "name", "parameters"}``).
-    """
-    if not tools:
-        return tools
-    shaped = []
-    for tool in tools:
-        if isinstance(tool, dict) and "function" not in tool and "name" in tool:
-            fields = {k: v for k, v in tool.items() if k != "type"}
-            tool = {"type": "function", "function": fields}
-        shaped.append(tool)
-    return shaped
-
-
-def _normalize_call(call: Any) -> dict[str, Any]:
-    if not isinstance(call, dict):
-        raise ValueError(f"expected a call object, got {type(call).__name__}")
-    name = call.get("name")
-    if "arguments" in call:
-        arguments = call["arguments"]
-    else:
-        arguments = call.get("parameters", {})
-    if isinstance(arguments, str):
-        # Some templates render the arguments as a JSON string.
-        arguments = json.loads(arguments) if arguments.strip() else {}
-    if arguments is None:
-        arguments = {}
-    if not isinstance(name, str) or not name:
-        raise ValueError("the call has no function name")
-    if not isinstance(arguments, dict):
-        raise ValueError(f"the arguments of {name!r} are not an object")
-    if name == "unknown" and set(arguments) == {"raw"}:
-        # mlx-lm's glm47 parser labels text it could not read this way.
-        raise ValueError("no function name or arguments could be read")
-    out = {"name": name, "arguments": arguments}
-    if isinstance(call.get("id"), str):
-        out["id"] = call["id"]
-    return out
 
 
 @dataclass(frozen=True, slots=True)

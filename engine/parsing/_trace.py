@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ._families import Family, get_family
-from ._stream_filter import Event, ParsedOutput, StreamFilter, merge_events, parse_output
+from ._event import Event, merge_events
+from ._stream_filter import ParsedOutput, StreamFilter, parse_output
 
 __all__ = ["trace", "Trace", "TraceRow", "TraceDifference"]
 

@@ -1,0 +1,96 @@
+"""Reading one tool-call block with its family's parser into plain ``{name, arguments}``.
+
+Parsers differ in what they return (a dict, a list, arguments as a JSON string, a marker
+for one bad call among good ones); this is the one place that turns all of it into calls
+and problems, so the stream filter itself never sees a parser's quirks.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ._families import Family
+
+__all__ = ["parse_calls", "normalize_tools", "CallProblem"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallProblem:
+    """One call of a block that did not parse while its siblings did."""
+
+    text: str
+    message: str
+
+
+def parse_calls(family: Family, text: str, tools) -> list[dict[str, Any] | CallProblem]:
+    """Parse one call body with the family's parser into ``[{"name", "arguments"[, "id"]}]``.
+
+    Raises when the block as a whole does not parse; a single bad call among good ones (a
+    parser may report it as ``{"problem": raw, "message": ...}``) comes back as a
+    ``CallProblem`` in its place.
+    """
+    module = family.parser_module()
+    if module is None:
+        raise ValueError(f"family {family.name!r} has no tool-call parser")
+    result = module.parse_tool_call(text.strip(), tools)
+    items = result if isinstance(result, list) else [result]
+    if not items:
+        raise ValueError("no call found in the markup")
+    calls: list[dict[str, Any] | CallProblem] = []
+    for item in items:
+        if isinstance(item, dict) and "problem" in item:
+            calls.append(CallProblem(str(item["problem"]), str(item.get("message", ""))))
+            continue
+        try:
+            calls.append(_normalize_call(item))
+        except (ValueError, TypeError) as exc:
+            if len(items) == 1:
+                raise
+            calls.append(CallProblem("", str(exc)))
+    if all(isinstance(c, CallProblem) for c in calls):
+        raise ValueError("; ".join(c.message for c in calls))  # nothing parsed: one problem
+    return calls
+
+
+def normalize_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Tools in the Chat Completions shape parsers expect: ``{"type", "function": {...}}``.
+
+    The Responses API writes them flat (``{"type": "function", "name", "parameters"}``).
+    """
+    if not tools:
+        return tools
+    shaped = []
+    for tool in tools:
+        if isinstance(tool, dict) and "function" not in tool and "name" in tool:
+            fields = {k: v for k, v in tool.items() if k != "type"}
+            tool = {"type": "function", "function": fields}
+        shaped.append(tool)
+    return shaped
+
+
+def _normalize_call(call: Any) -> dict[str, Any]:
+    if not isinstance(call, dict):
+        raise ValueError(f"expected a call object, got {type(call).__name__}")
+    name = call.get("name")
+    if "arguments" in call:
+        arguments = call["arguments"]
+    else:
+        arguments = call.get("parameters", {})
+    if isinstance(arguments, str):
+        # Some templates render the arguments as a JSON string.
+        arguments = json.loads(arguments) if arguments.strip() else {}
+    if arguments is None:
+        arguments = {}
+    if not isinstance(name, str) or not name:
+        raise ValueError("the call has no function name")
+    if not isinstance(arguments, dict):
+        raise ValueError(f"the arguments of {name!r} are not an object")
+    if name == "unknown" and set(arguments) == {"raw"}:
+        # mlx-lm's glm47 parser labels text it could not read this way.
+        raise ValueError("no function name or arguments could be read")
+    out = {"name": name, "arguments": arguments}
+    if isinstance(call.get("id"), str):
+        out["id"] = call["id"]
+    return out
