@@ -106,3 +106,38 @@ def test_scripts_cover_the_required_behaviours():
     assert SCRIPTS["parallel_tool_calls"]["reply"].count("<tool_call>") == 2
     assert SCRIPTS["answer_from_tool_result"]["messages"][-1]["role"] == "tool"
     assert SCRIPTS["follow_up_turn"]["messages"][0] == SCRIPTS["reason_then_answer"]["messages"][0]
+
+
+@pytest.mark.model
+def test_replay_command_reports_every_script_reproduced(built_dir, capsys):
+    from mlx_notebook.engine.tiny_reasoner.__main__ import main
+
+    assert main([str(built_dir)]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(SCRIPTS)}/{len(SCRIPTS)} scripted replies reproduced by greedy decoding" in out
+    assert "== parallel_tool_calls: reproduced" in out
+
+
+def _render(messages, **kwargs):
+    from mlx_notebook.engine.tiny_reasoner._recipe import chat_template
+    from mlx_notebook.engine.tiny_reasoner._tokenizer import byte_tokenizer
+
+    return byte_tokenizer(chat_template()).apply_chat_template(messages, tokenize=False, **kwargs)
+
+
+def test_template_renders_tool_call_arguments_given_as_string_or_dict_alike():
+    def turn(arguments):
+        call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": arguments}}
+        return [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "", "tool_calls": [call]}]
+
+    as_string = _render(turn('{"city": "Oslo"}'))
+    assert as_string == _render(turn({"city": "Oslo"}))
+    assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call><|im_end|>' in as_string
+
+
+def test_template_groups_consecutive_tool_results_into_one_user_turn():
+    text = _render(SCRIPTS["answer_from_tool_result"]["messages"] + [{"role": "tool", "content": "second"}])
+    assert text.endswith(
+        '<|im_start|>user\n<tool_response>\n{"city": "Paris", "temperature_c": 18, "condition": "sunny"}\n'
+        "</tool_response>\n<tool_response>\nsecond\n</tool_response><|im_end|>\n"
+    )
