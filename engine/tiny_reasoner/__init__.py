@@ -5,8 +5,10 @@ tokenizer and a Qwen3-style chat template (system turn, tools, tool results, `en
 trained deterministically with mlx until greedy decoding reproduces each conversation in
 `scripts.json` exactly: replies that reason, answer, call tools (one or two at once), answer
 from a tool result, skip thinking, and continue an earlier conversation. Any other prompt gets
-fluent-looking nonsense. It exists so that reasoning, tool-call parsing, streaming and prompt
-caching can be tested and shown on a real mlx-lm model that builds in about a minute offline.
+garbage. It exists so that reasoning, tool-call parsing, streaming and prompt caching can be
+tested and shown on a real mlx-lm model that builds offline in seconds (about 15 s of CPU).
+
+See it replay the scripts: ``python -m mlx_notebook.engine.tiny_reasoner [MODEL_DIR]``.
 """
 
 from ._recipe import RECIPE_HASH, load_scripts
