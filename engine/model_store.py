@@ -171,7 +171,8 @@ def _tiny_reasoner(progress: bool) -> Path:
 def _build_atomically(dest: Path, build: Callable[[Path], None]) -> Path:
     """Build into a temporary sibling of ``dest`` and rename it into place."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-"))
+    _remove_abandoned_builds(dest.parent)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-{os.getpid()}-"))
     try:
         build(tmp)
         tmp.chmod(0o755)  # mkdtemp makes it private; a model directory is ordinary data
@@ -185,6 +186,24 @@ def _build_atomically(dest: Path, build: Callable[[Path], None]) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return dest
+
+
+def _remove_abandoned_builds(folder: Path) -> None:
+    """Delete partial builds whose process is gone (killed before it could clean up)."""
+    for partial in folder.glob(".*.partial-*"):
+        pid = partial.name.rsplit(".partial-", 1)[1].split("-", 1)[0]
+        if not pid.isdigit() or not _process_alive(int(pid)):
+            shutil.rmtree(partial, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _checked_mlx_dir(path: Path) -> Path:

@@ -166,3 +166,14 @@ def test_cli_models_lists_what_is_cached_with_sizes(smollm2_path, capsys, monkey
     assert cli_main(["models"]) == 0
     out = capsys.readouterr().out
     assert smollm2_path.name in out and "MiB" in out
+
+
+def test_a_build_killed_midway_is_swept_away_by_the_next_one(empty_store, tmp_path):
+    abandoned = empty_store / "models" / ".garbage.partial-999999999-abc"
+    abandoned.mkdir(parents=True)
+    (abandoned / "model.safetensors").write_bytes(b"half")
+    bad = tmp_path / "garbage.gguf"
+    bad.write_bytes(b"junk")
+    with pytest.raises(ModelStoreError):
+        resolve_model(str(bad), progress=False)
+    assert _leftovers(empty_store) == []

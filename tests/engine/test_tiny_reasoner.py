@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import json
-import time
 
 import mlx_lm
 import pytest
 
-from mlx_notebook.engine.tiny_reasoner import RECIPE_HASH, build_tiny_reasoner, load_scripts
+from mlx_notebook.engine.tiny_reasoner import RECIPE_HASH, load_scripts
 from mlx_notebook.engine.tiny_reasoner._recipe import recipe_hash
 
 SCRIPTS = {script["name"]: script for script in load_scripts()}
 
 
 @pytest.fixture(scope="session")
-def built_dir(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("tiny-reasoner")
-    started = time.perf_counter()
-    build_tiny_reasoner(dest, progress=False)
-    print(f"tiny reasoner built in {time.perf_counter() - started:.1f} s")
-    return dest
+def built_dir(tiny_reasoner_path):
+    # The store builds it with build_tiny_reasoner once per cache; every test folder shares it.
+    return tiny_reasoner_path
 
 
 @pytest.fixture(scope="session")
