@@ -86,8 +86,9 @@ def _detect(tokenizer: Any) -> Family:
             tools=(ToolMarker(module.tool_call_start, module.tool_call_end),),
             parser=parser_type,
         )
-    if "<｜Assistant｜>" in vocab and think == ("<think>", "</think>"):
-        return FAMILIES["deepseek_r1"]
+    if "<｜Assistant｜>" in vocab or "<｜tool▁calls▁begin｜>" in vocab:
+        # DeepSeek R1/V3 markup; a vocabulary with think tags can reason (R1, V3.1+).
+        return FAMILIES["deepseek_r1" if think == ("<think>", "</think>") else "deepseek_v3"]
     if think == ("<think>", "</think>"):
         return FAMILIES["qwen3"]
     if think is not None:

@@ -110,3 +110,26 @@ def test_smollm2_is_plain():
     assert f.feed("The capital of France is Paris.") == [
         Event("content", "The capital of France is Paris.")
     ]
+
+
+def test_deepseek_vocabulary_without_think_tags_picks_deepseek_v3(tmp_path):
+    specials = ["<｜Assistant｜>", "<｜User｜>", "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"]
+    template = "{% for m in messages %}<｜User｜>{{ m.content }}{% endfor %}<｜Assistant｜>"
+    tokenizer = load_tokenizer(make_tokenizer(tmp_path, specials, template))
+    f = StreamFilter.for_tokenizer(tokenizer, render(tokenizer))
+    assert f.family.name == "deepseek_v3"
+    text = ('Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{"tz": "UTC"}'
+            "<｜tool▁call▁end｜><｜tool▁calls▁end｜>")
+    events = f.feed(text) + f.finish()
+    assert [(e.kind, e.name) for e in events] == [("content", None), ("tool_call", "get_time")]
+
+
+def test_other_mlx_lm_parsers_get_a_family_from_their_module(tmp_path):
+    # minicpm5 has an mlx-lm parser but no table entry: its module supplies the markers.
+    template = LLAMA_TEMPLATE + '{# <function name="f"><param name="x"> #}'
+    tokenizer = load_tokenizer(make_tokenizer(tmp_path, [], template))
+    f = StreamFilter.for_tokenizer(tokenizer, render(tokenizer))
+    from mlx_lm.tool_parsers import minicpm5
+
+    assert f.family.name == "minicpm5"
+    assert [m.start for m in f.family.tools] == [minicpm5.tool_call_start]
