@@ -151,6 +151,13 @@ FAMILIES: dict[str, Family] = {
             parser="longcat",
         ),
         Family(
+            # DeepSeek-V3.2: the DSML grammar of V4 under a "function_calls" block name.
+            "deepseek_v32",
+            think=_THINK,
+            tools=(ToolMarker("<｜DSML｜function_calls>", "</｜DSML｜function_calls>"),),
+            parser="deepseek_v4",
+        ),
+        Family(
             "deepseek_v4",
             think=_THINK,
             tools=(ToolMarker("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),),
@@ -181,6 +188,7 @@ ALIASES = {
     "deepseekv3": "deepseek_v3",
     "deepseekv31": "deepseek_v3",
     "deepseekv4": "deepseek_v4",
+    "deepseekv32": "deepseek_v32",
     "minimax": "minimax_m2",
 }
 

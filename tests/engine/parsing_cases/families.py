@@ -281,3 +281,12 @@ CASES += [
     ("pythonic_unreadable_bare_list_is_content", "pythonic", "[f(a='x 'y' 'z), g(b='p 'q' 'r)]",
      {}, expect(content="[f(a='x 'y' 'z), g(b='p 'q' 'r)]")),
 ]
+
+CASES += [
+    ("deepseek_v32_function_calls_block", "deepseek_v32",
+     f"Let me check.\n\n<{DSML}function_calls>\n<{DSML}invoke name=\"get_weather\">\n"
+     f"<{DSML}parameter name=\"location\" string=\"true\">杭州</{DSML}parameter>\n"
+     f"<{DSML}parameter name=\"days\" string=\"false\">2</{DSML}parameter>\n"
+     f"</{DSML}invoke>\n</{DSML}function_calls>", {"starts_in_reasoning": False},
+     expect(content="Let me check.\n\n", tool_calls=[("get_weather", {"location": "杭州", "days": 2})])),
+]
