@@ -17,8 +17,10 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, argument_group, magic_arguments
 from IPython.display import display
 
+from mlx_notebook.engine.errors import EngineDeadError, EngineError
+
 from . import reports
-from .errors import as_usage_errors, no_model_error
+from .errors import as_usage_errors, no_model_error, usage_error
 from .interpolation import interpolate
 from .options import output_arguments, parse_bytes, sampling_arguments, sampling_fields, set_options
 from .runner import DEFAULT_MAX_ROUNDS, run_turn
@@ -393,7 +395,8 @@ class MlxMagics(Magics):
             if turn.interrupted:
                 raise UsageError(f"{magic}: interrupted; the partial reply (in _) is not sent as "
                                  "history unless you call _.keep().")
-            raise UsageError(f"{magic}: {turn.error.rstrip('.')}.")
+            failure = EngineDeadError(turn.error) if not self.engine.healthy else EngineError(turn.error)
+            raise usage_error(magic, failure)
         turn._display_pending = True  # shown live already: the displayhook skips it once
         return turn
 

@@ -20,6 +20,7 @@ __all__ = [
     "sampling_fields",
     "parse_bytes",
     "parse_logit_bias",
+    "unescape",
     "set_options",
 ]
 
@@ -51,6 +52,14 @@ def parse_bytes(text: str) -> int:
     return int(number * base**power)
 
 
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
+
+
+def unescape(text: str) -> str:
+    """``--stop '\\n'`` means a newline: a magic's line cannot hold one."""
+    return re.sub(r"\\([ntr\\])", lambda m: _ESCAPES[m[1]], text)
+
+
 def parse_logit_bias(text: str) -> dict[str, float]:
     """``'{"123": -100}'`` or ``123=-100,456=5`` as OpenAI's ``logit_bias`` (token id -> bias)."""
     try:
@@ -68,8 +77,9 @@ def sampling_arguments(func: Callable) -> Callable:
     decorators = [argument_group("Sampling (unset flags keep the engine's defaults)")]
     for flags, dest, type_, help_ in _SAMPLING:
         decorators.append(argument(*flags, dest=dest, type=type_, default=None, help=help_))
-    decorators.append(argument("--stop", action="append", default=None, metavar="TEXT",
-                               help="Stop when the reply produces TEXT; repeat for several."))
+    decorators.append(argument("--stop", action="append", type=unescape, default=None, metavar="TEXT",
+                               help="Stop when the reply produces TEXT (\\n, \\t and \\\\ are "
+                                    "decoded); repeat for several."))
     decorators.append(argument("--logit-bias", type=parse_logit_bias, default=None, metavar="BIASES",
                                help="Token biases as TOKEN_ID=BIAS pairs (1234=-100,42=5) or a JSON object."))
     for decorator in reversed(decorators):

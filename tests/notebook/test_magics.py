@@ -1,0 +1,421 @@
+"""The magics in real IPython shells: errors by their exact text, then SmolLM2 and the tiny reasoner.
+
+Model-backed tests run real models through the engine (no mocks): SmolLM2 answers "Paris",
+a follow-up reuses the prompt cache, the tiny reasoner's scripted tool conversation calls a
+real Python function, and a KeyboardInterrupt raised into the cell's thread cancels a reply.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+from mlx_notebook.tools import make_tool
+
+SCRIPTS = Path(__file__).parents[2] / "engine" / "tiny_reasoner" / "scripts.json"
+PARIS = "What is the capital of France? Answer in one sentence."
+
+
+def magics_of(shell):
+    return shell.magics_manager.registry["MlxMagics"]
+
+
+def run(shell, source: str, capsys):
+    """Run a cell; return (result, stdout, stderr)."""
+    capsys.readouterr()
+    result = shell.run_cell(source)
+    out, err = capsys.readouterr()
+    return result, out, err
+
+
+def fails_with(shell, source: str, message: str, capsys) -> None:
+    """The cell fails with exactly one line (no traceback) carrying ``message``."""
+    result, _, err = run(shell, source, capsys)
+    assert isinstance(result.error_in_exec, UsageError)
+    assert str(result.error_in_exec) == message
+    assert err == f"UsageError: {message}\n"
+
+
+def script(name: str) -> dict:
+    return next(s for s in json.loads(SCRIPTS.read_text()) if s["name"] == name)
+
+
+def answer(reply: str) -> str:
+    return reply.split("</think>")[-1].strip()
+
+
+# --------------------------------------------------------------------------- no model
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("%%chat\nHello", "%%chat: no model is loaded; run %load_model first (no argument loads "
+                          "the default model)."),
+        ("%%complete\nOnce", "%%complete: no model is loaded; run %load_model first (no argument "
+                             "loads the default model)."),
+        ("%mlx cache", "%mlx cache: no model is loaded; run %load_model first (no argument loads "
+                       "the default model)."),
+        ("%mlx unload", "%mlx unload: no model is loaded, so there is nothing to unload."),
+        ("%%chat --tempp 1\nHi", "%%chat: unrecognized arguments: --tempp 1; see %%chat? for the options."),
+        ("%%chat --temperature hot\nHi", "%%chat: argument --temperature/--temp: invalid float "
+                                         "value: 'hot'; see %%chat? for the options."),
+        ('%%chat --system "unclosed\nHi', "%%chat: cannot split the options (No closing "
+                                          "quotation); check the quotes."),
+        ("%mlx history poetry", "%mlx history: there is no session named 'poetry' (sessions: none yet)."),
+        ("%mlx reset poetry", "%mlx reset: there is no session named 'poetry' (sessions: none yet)."),
+        ("%mlx frobnicate", "%mlx: unknown subcommand 'frobnicate'; use one of status, unload, cache, "
+                            "render, trace, sessions, history, reset, config, help."),
+        ("%mlx config temperature", "%mlx config: 'temperature' is not KEY=VALUE; e.g. temperature=0.7."),
+        ("%mlx config tempurature=1", "%mlx config: unknown key 'tempurature'; use one of confirm, "
+                                      "frequency_penalty, logit_bias, max_rounds, max_tokens, min_p, "
+                                      "no_interpolate, no_stream, presence_penalty, raw, "
+                                      "repetition_penalty, seed, session, show_request, stop, system, "
+                                      "temperature, think, tokens, tools, top_k, top_p."),
+        ("%mlx config top_k=many", "%mlx config top_k: argument --top-k: invalid int value: 'many'; "
+                                   "see %mlx config top_k? for the options."),
+        ("%mlx trace", "%mlx trace: the following arguments are required: text, --family; see "
+                       "%mlx trace? for the options."),
+        ("%load_model no-such-model --no-progress",
+         "%load_model: unknown model 'no-such-model': use an alias (smollm2-135m-instruct, "
+         "tiny-reasoner), a .gguf file, an mlx-lm model directory or a Hugging Face repo id."),
+        ("%load_model --chat-template /nonexistent.jinja",
+         "%load_model: cannot read the chat template file /nonexistent.jinja (No such file or directory)."),
+        ("%load_model --prompt-cache-bytes lots",
+         "%load_model: argument --prompt-cache-bytes: 'lots' is not a size; write e.g. 512MB or "
+         "2GiB; see %load_model? for the options."),
+    ],
+)
+def test_mistakes_fail_the_cell_with_one_sentence(bare_shell, capsys, source, message):
+    fails_with(bare_shell, source, message, capsys)
+
+
+def test_chat_help_lists_every_flag(bare_shell, capsys):
+    _, out, _ = run(bare_shell, "%%chat?", capsys)
+    for flag in ["--temperature", "--temp", "--top-p", "--top-k", "--min-p", "--repetition-penalty",
+                 "--presence-penalty", "--frequency-penalty", "--seed", "--max-tokens", "--stop",
+                 "--logit-bias", "--system", "--think", "--no-think", "--tools", "--session",
+                 "--new", "--no-stream", "--show-request", "--raw", "--no-interpolate",
+                 "--confirm", "--tokens"]:
+        assert f"  {flag}" in out or f", {flag}" in out, flag
+    assert "%%chat [--system TEXT]" in out
+
+
+def test_every_mlx_subcommand_has_help(bare_shell, capsys):
+    _, out, _ = run(bare_shell, "%mlx help", capsys)
+    for sub in ["status", "unload", "cache", "render", "trace", "sessions", "history", "reset",
+                "config", "help"]:
+        assert f"%mlx {sub}" in out
+    _, out, _ = run(bare_shell, "%mlx help trace", capsys)
+    assert out.startswith("::\n\n  %mlx trace --family FAMILY")
+    _, out, _ = run(bare_shell, "%mlx status", capsys)
+    assert out == "No model is loaded; run %load_model.\n"
+
+
+def test_config_sets_defaults_that_cell_flags_override(bare_shell, capsys):
+    _, out, _ = run(bare_shell, '%mlx config temp=0.5 system="Be terse." think=false', capsys)
+    assert out == "temperature: --temperature 0.5\nsystem: --system 'Be terse.'\nthink: --no-think\n"
+    magics = magics_of(bare_shell)
+    args = magics._chat_args("--temp 0.1", "%%chat", magics.chat)
+    assert (args.temperature, args.system, args.think) == (0.1, "Be terse.", False)
+    _, out, _ = run(bare_shell, "%mlx config temperature= system= think=", capsys)
+    assert out == "No defaults set; every flag keeps the engine's default.\n"
+
+
+def test_mlx_trace_runs_the_parser_debugger_on_a_variable(bare_shell, capsys):
+    bare_shell.user_ns["reply"] = "<think>plan</think>Hi <tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"
+    result, _, _ = run(bare_shell, "%mlx trace reply --family qwen3 --chunking 3", capsys)
+    assert result.success, result.error_in_exec
+    trace = result.result
+    assert trace.family == "qwen3"
+    fails_with(bare_shell, "%mlx trace reply --family klingon",
+               "%mlx trace: " + _trace_error("klingon"), capsys)
+
+
+def _trace_error(family: str) -> str:
+    from mlx_notebook.engine import parsing
+
+    try:
+        parsing.trace("x", family)
+    except (KeyError, ValueError) as exc:
+        return str(exc).strip("'")
+    raise AssertionError("expected an unknown family to fail")
+
+
+# --------------------------------------------------------------------------- SmolLM2
+
+
+@pytest.mark.model
+def test_chat_answers_paris_and_sends_only_the_flags_set(smollm2_shell, capsys):
+    result, out, err = run(smollm2_shell, f"%%chat --session paris\n{PARIS}", capsys)
+    assert result.success, err
+    turn = result.result
+    assert smollm2_shell.user_ns["_"] is turn
+    assert "Paris" in turn.content
+    assert out.startswith(turn.content.strip())  # streamed as plain text in a terminal shell
+    # Unset flags stay out of the body: the engine's defaults apply.
+    assert turn.request == {"messages": [{"role": "user", "content": PARIS}]}
+    assert turn.finish_reason == "stop" and not turn.interrupted and turn.error is None
+    assert turn.usage["prompt_tokens"] > 0 and turn.usage["completion_tokens"] > 0
+    assert turn.timings["time_to_first_token"] > 0 and turn.timings["total_seconds"] > 0
+    assert turn.chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in turn.chunks) == turn.content
+
+
+@pytest.mark.model
+def test_follow_up_sends_history_and_reuses_the_prompt_cache(smollm2_shell, capsys):
+    run(smollm2_shell, f"%%chat --session cache --new --max-tokens 12\n{PARIS}", capsys)
+    result, _, err = run(smollm2_shell, "%%chat --session cache --max-tokens 8\nAnd Germany?", capsys)
+    assert result.success, err
+    turn = result.result
+    assert [m["role"] for m in turn.request["messages"]] == ["user", "assistant", "user"]
+    assert turn.usage["cached_tokens"] > 0
+    _, out, _ = run(smollm2_shell, "%mlx cache", capsys)
+    assert f"hit: {turn.usage['cached_tokens']} of {turn.usage['prompt_tokens']} prompt tokens cached" in out
+    _, out, _ = run(smollm2_shell, "%mlx history cache", capsys)
+    assert "1. user: What is the capital of France?" in out and "2. user: And Germany?" in out
+
+
+@pytest.mark.model
+def test_interpolation_replaces_names_once_and_can_be_turned_off(smollm2_shell, capsys):
+    smollm2_shell.user_ns.update(country="France", doc='{"a": {b}}')
+    result, _, _ = run(smollm2_shell, "%%chat --new --session interp --max-tokens 1\n"
+                                      "Capital of {country}? {{raw}} {doc}", capsys)
+    assert result.result.request["messages"][-1]["content"] == 'Capital of France? {raw} {"a": {b}}'
+    result, _, _ = run(smollm2_shell, "%%chat --new --session interp --max-tokens 1 --no-interpolate\n"
+                                      "Capital of {country}?", capsys)
+    assert result.result.request["messages"][-1]["content"] == "Capital of {country}?"
+    fails_with(smollm2_shell, "%%chat --session interp\nCapital of {kountry}?",
+               "%%chat: name 'kountry' in '{kountry}' is not defined in the notebook; define it, "
+               "write '{{kountry}}' for literal braces, or use --no-interpolate.", capsys)
+
+
+@pytest.mark.model
+def test_flags_reach_the_body_under_their_server_names(smollm2_shell, capsys):
+    source = ("%%chat --new --session flags --temp 0.7 --top-p 0.9 --top-k 40 --min-p 0.05 "
+              "--repetition-penalty 1.1 --presence-penalty 0.2 --frequency-penalty 0.3 --seed 7 "
+              "--max-tokens 2 --stop '. ' --stop '\\n' --logit-bias 504=-5 --system 'Be terse.' "
+              "--show-request --raw --tokens 2\nName a fruit.")
+    result, out, err = run(smollm2_shell, source, capsys)
+    assert result.success, err
+    turn = result.result
+    assert turn.request == {
+        "messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Name a fruit."}],
+        "temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1,
+        "presence_penalty": 0.2, "frequency_penalty": 0.3, "seed": 7, "max_tokens": 2,
+        "stop": [". ", "\n"], "logit_bias": {"504": -5.0}, "logprobs": True, "top_logprobs": 2,
+    }
+    assert out.startswith(json.dumps(turn.request, indent=2, ensure_ascii=False))  # --show-request
+    assert "#  delta" in out and "finish_reason" in out  # --raw chunk table
+    assert len(turn.logprobs) == turn.usage["completion_tokens"] == 2
+    assert all(len(item["top_logprobs"]) == 2 for item in turn.logprobs)
+    assert turn.metadata()["seed"] == 7
+    fails_with(smollm2_shell, "%%chat --session flags --max-tokens 0\nHi",
+               "%%chat: --max-tokens must be at least 1, got 0.", capsys)
+    fails_with(smollm2_shell, "%%chat --session flags --tokens 30\nHi",
+               "%%chat: --tokens must be at most 11, got 30.", capsys)
+
+
+@pytest.mark.model
+def test_no_stream_display_records_how_the_answer_was_made(smollm2_shell, capsys):
+    with capture_output() as captured:
+        result = smollm2_shell.run_cell("%%chat --new --session meta --no-stream --seed 3 --max-tokens 2\nHi")
+    assert result.success, result.error_in_exec
+    (output,) = [o for o in captured.outputs if "mlx_notebook" in (o.metadata or {})]
+    meta = output.metadata["mlx_notebook"]
+    turn = result.result
+    assert meta["model"] == turn.model == magics_of(smollm2_shell).engine.model_info.name
+    assert meta["options"]["seed"] == meta["seed"] == 3
+    assert meta["usage"] == turn.usage and meta["timings"]["total_seconds"] > 0
+
+
+@pytest.mark.model
+def test_complete_continues_raw_text_without_a_template(smollm2_shell, capsys):
+    result, out, err = run(smollm2_shell, "%%complete --max-tokens 3\nThe capital of France is", capsys)
+    assert result.success, err
+    turn = result.result
+    assert turn.request == {"prompt": "The capital of France is", "max_tokens": 3}
+    assert turn.usage["prompt_tokens"] == len(magics_of(smollm2_shell).engine.tokenizer.encode(
+        "The capital of France is", add_special_tokens=False))
+    assert turn.chunks[0]["object"] == "text_completion"
+    assert turn.content.strip() and turn.content.strip() in out
+
+
+@pytest.mark.model
+def test_render_status_sessions_and_reset(smollm2_shell, capsys):
+    run(smollm2_shell, "%%chat --new --session view --max-tokens 2\nHi", capsys)
+    _, out, _ = run(smollm2_shell, "%mlx render view --message Next", capsys)
+    assert out.startswith("[[<|im_start|>]]")
+    assert "Next[[<|im_end|>]]" in out and "tokens," in out
+    _, out, _ = run(smollm2_shell, "%mlx status", capsys)
+    assert "engine: healthy" in out and "active requests: 0" in out
+    _, out, _ = run(smollm2_shell, "%mlx sessions", capsys)
+    assert "view: 1 turn(s), 1 sent as history" in out
+    _, out, _ = run(smollm2_shell, "%mlx reset view", capsys)
+    assert out == "Session 'view' is empty again.\n"
+    fails_with(smollm2_shell, "%mlx render nosuch",
+               "%mlx render: there is no session named 'nosuch' (sessions: "
+               + ", ".join(sorted(s.name for s in magics_of(smollm2_shell).sessions)) + ").", capsys)
+
+
+def _interrupt_when_generating(shell, delay: float) -> threading.Thread:
+    """Raise KeyboardInterrupt in the main thread once a request is running, like a kernel interrupt."""
+    engine = magics_of(shell).engine
+    main = threading.main_thread().ident
+
+    def interrupt():
+        deadline = time.monotonic() + 120
+        while engine.active_requests == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(delay)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt))
+
+    thread = threading.Thread(target=interrupt, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.model
+def test_interrupt_cancels_the_reply_and_keeps_the_session_consistent(smollm2_shell, capsys):
+    run(smollm2_shell, f"%%chat --new --session story --max-tokens 12\n{PARIS}", capsys)
+    thread = _interrupt_when_generating(smollm2_shell, delay=1.0)
+    result, out, err = run(smollm2_shell, "%%chat --session story --max-tokens 400\n"
+                                          "Tell me a very long story about a robot.", capsys)
+    thread.join()
+    message = ("%%chat: interrupted; the partial reply (in _) is not sent as history unless you "
+               "call _.keep().")
+    assert str(result.error_in_exec) == message and err == f"UsageError: {message}\n"
+    turn = smollm2_shell.user_ns["_"]
+    assert turn.interrupted and turn.text.endswith("[interrupted]")
+    assert turn.usage["completion_tokens"] < 400
+    assert magics_of(smollm2_shell).engine.active_requests == 0
+    _, out, _ = run(smollm2_shell, "%mlx history story", capsys)
+    assert "(not sent as history)" in out
+    # The next cell works, and the interrupted turn is not in its history.
+    result, _, err = run(smollm2_shell, "%%chat --session story --max-tokens 2\nThanks.", capsys)
+    assert result.success, err
+    assert [m["content"] for m in result.result.request["messages"] if m["role"] == "user"] == [
+        PARIS, "Thanks."]
+
+
+# --------------------------------------------------------------------------- tiny reasoner
+
+
+WEATHER_TOOL = '''
+calls = []
+
+def get_weather(city: str):
+    """{description}"""
+    calls.append(city)
+    if city not in ("Paris", "Tokyo", "Oslo", "Rome"):
+        raise KeyError(city)
+    return {{"city": city, "temperature_c": 18, "condition": "sunny"}}
+'''
+
+
+@pytest.fixture
+def weather(reasoner_shell):
+    tool = script("single_tool_call")["tools"][0]
+    reasoner_shell.run_cell(WEATHER_TOOL.format(description=tool["function"]["description"]))
+    # The schema from the signature and docstring is exactly the one the model was trained on.
+    assert make_tool(reasoner_shell.user_ns["get_weather"]).schema() == tool
+    return reasoner_shell.user_ns["calls"]
+
+
+@pytest.mark.model
+def test_tool_loop_calls_a_python_function_and_answers_from_its_result(reasoner_shell, weather, capsys):
+    question = script("single_tool_call")["messages"][0]["content"]
+    result, out, err = run(reasoner_shell, f"%%chat --new --session tools --tools get_weather\n{question}", capsys)
+    assert result.success, err
+    turn = result.result
+    assert weather == ["Paris"]
+    (call,) = turn.tool_calls
+    assert (call["name"], call["arguments"], call["error"]) == ("get_weather", {"city": "Paris"}, None)
+    assert call["result"] == {"city": "Paris", "temperature_c": 18, "condition": "sunny"}
+    assert [r.finish_reason for r in turn.rounds] == ["tool_calls", "stop"]
+    tool_message = turn.rounds[1].request["messages"][-1]
+    assert tool_message == {"role": "tool", "tool_call_id": call["id"], "name": "get_weather",
+                            "content": '{"city": "Paris", "temperature_c": 18, "condition": "sunny"}'}
+    assert turn.content.strip() == answer(script("answer_from_tool_result")["reply"])
+    assert '[tool call] get_weather({"city": "Paris"})' in out
+    assert "[tool result] {'city': 'Paris', 'temperature_c': 18, 'condition': 'sunny'}" in out
+    assert turn.usage["prompt_tokens"] == sum(r.usage["prompt_tokens"] for r in turn.rounds)
+    assert turn.rounds[1].usage["cached_tokens"] > 0
+
+
+@pytest.mark.model
+def test_parallel_tool_calls_all_run(reasoner_shell, weather, capsys):
+    question = script("parallel_tool_calls")["messages"][0]["content"]
+    result, _, err = run(reasoner_shell, f"%%chat --new --session par --tools get_weather --max-rounds 1\n{question}",
+                         capsys)
+    # One round allowed: the calls are recorded, not run, and the cell says how to continue.
+    assert str(result.error_in_exec) == ("%%chat: the model was still calling tools after 1 "
+                                         "rounds; raise --max-rounds to let it continue.")
+    assert weather == []
+    result, _, err = run(reasoner_shell, f"%%chat --new --session par --tools get_weather\n{question}", capsys)
+    assert weather == ["Tokyo", "Oslo"]
+    assert [c["result"]["city"] for c in result.result.tool_calls] == ["Tokyo", "Oslo"]
+
+
+@pytest.mark.model
+def test_tool_errors_and_declined_calls_go_back_to_the_model(reasoner_shell, weather, capsys, monkeypatch):
+    question = script("single_tool_call")["messages"][0]["content"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    result, out, _ = run(reasoner_shell, f"%%chat --new --session confirm --tools get_weather --confirm\n{question}",
+                         capsys)
+    assert weather == []
+    assert result.result.tool_calls[0]["error"] == "the user declined to run this tool call"
+    assert 'Run get_weather({"city": "Paris"})? [y/N]' in out
+    assert result.result.rounds[1].request["messages"][-1]["content"] == (
+        "Error: the user declined to run this tool call")
+    description = script("single_tool_call")["tools"][0]["function"]["description"]
+    reasoner_shell.run_cell(f'def get_weather(city: str):\n    """{description}"""\n'
+                            "    raise ConnectionError('weather service down')")
+    result, _, _ = run(reasoner_shell, f"%%chat --new --session broken --tools get_weather\n{question}", capsys)
+    assert result.result.tool_calls[0]["error"] == "ConnectionError: weather service down"
+    fails_with(reasoner_shell, "%%chat --tools get_wether\nHi",
+               "%%chat: there is no function named 'get_wether' in the notebook; define it or decorate "
+               "it with @mlx_notebook.tool.", capsys)
+
+
+@pytest.mark.model
+def test_think_flags_and_follow_up_on_the_reasoner(reasoner_shell, capsys):
+    hello = script("thinking_disabled")
+    result, _, _ = run(reasoner_shell, f"%%chat --new --session fr --no-think\n{hello['messages'][0]['content']}", capsys)
+    turn = result.result
+    assert turn.request["chat_template_kwargs"] == {"enable_thinking": False}
+    assert (turn.reasoning, turn.content.strip()) == ("", answer(hello["reply"]))
+    first, follow = script("reason_then_answer"), script("follow_up_turn")
+    run(reasoner_shell, f"%%chat --new --session math\n{first['messages'][0]['content']}", capsys)
+    result, out, _ = run(reasoner_shell, f"%%chat --session math\n{follow['messages'][-1]['content']}", capsys)
+    turn = result.result
+    assert turn.content.strip() == answer(follow["reply"])
+    assert turn.reasoning.strip() == follow["reply"].split("</think>")[0].removeprefix("<think>").strip()
+    assert out.startswith(f"[thinking] {turn.reasoning.strip()}\n{turn.content.strip()}\n")
+    assert turn.usage["cached_tokens"] > 0
+
+
+@pytest.mark.model
+def test_dead_engine_reload_and_unload(tiny_reasoner_path, capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell()
+    shell.run_line_magic("load_ext", "mlx_notebook")
+    assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
+    engine = magics_of(shell).engine
+    engine._crash_engine_thread()
+    fails_with(shell, "%%chat\nHi", "%%chat: the engine has stopped; run %load_model to start it again.", capsys)
+    result, out, _ = run(shell, f"%load_model {tiny_reasoner_path} --no-progress", capsys)
+    assert out.startswith(f"Loaded {tiny_reasoner_path.name}: ") and "thinking: yes, tool calls: yes." in out
+    engine = magics_of(shell).engine
+    shell.run_line_magic("unload_ext", "mlx_notebook")
+    assert not engine.healthy
+    fails_with(shell, "%mlx status", "Line magic function `%mlx` not found.", capsys)
