@@ -419,3 +419,40 @@ def test_dead_engine_reload_and_unload(tiny_reasoner_path, capsys):
     shell.run_line_magic("unload_ext", "mlx_notebook")
     assert not engine.healthy
     fails_with(shell, "%mlx status", "Line magic function `%mlx` not found.", capsys)
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_in_a_kernel_the_turn_is_shown_once_with_its_metadata(tiny_reasoner_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in [
+        "%load_ext mlx_notebook",
+        f"%load_model {tiny_reasoner_path} --no-progress",
+        "%%chat --session m --seed 5\nWhat is 17 + 25?",
+        "_.usage['completion_tokens']",
+        "%%chat\n{undefined_name}",
+        "never = 'run'",
+    ]]
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False)
+    with pytest.raises(Exception) as failure:
+        client.execute()
+    assert "undefined_name" in str(failure.value)  # the failing cell stops Run All
+    load, chat, usage, bad, never = (cell.outputs for cell in nb.cells[1:])
+    assert [o.output_type for o in load] == ["display_data"]
+    assert load[0].data["text/plain"].startswith(f"Loaded {tiny_reasoner_path.name}: ")
+    (shown,) = chat  # the live view became the static turn; no second copy as Out[]
+    assert shown.output_type == "display_data"
+    assert "17 + 25 = 42." in shown.data["text/plain"]
+    meta = shown.metadata["mlx_notebook"]
+    assert (meta["model"], meta["session"], meta["seed"]) == (tiny_reasoner_path.name, "m", 5)
+    assert meta["usage"]["completion_tokens"] > 0 and meta["timings"]["total_seconds"] > 0
+    assert usage[0].data["text/plain"] == str(meta["usage"]["completion_tokens"])
+    # One line on stderr, no traceback; the reply's status is still an error (Run All stops).
+    assert [(o.output_type, o.name) for o in bad] == [("stream", "stderr")]
+    assert bad[0].text == ("UsageError: %%chat: name 'undefined_name' in '{undefined_name}' is not "
+                           "defined in the notebook; define it, write '{{undefined_name}}' for "
+                           "literal braces, or use --no-interpolate.\n")
+    assert never == []

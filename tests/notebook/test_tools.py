@@ -11,7 +11,14 @@ from typing import Literal
 import pytest
 
 import mlx_notebook
+import mlx_notebook.tools as tools_module
 from mlx_notebook.tools import ToolError, call_tool, make_tool, registered_tools, resolve_tools
+
+
+@pytest.fixture(autouse=True)
+def own_registry(monkeypatch):
+    """``@tool`` registers process-wide; keep this file's tools out of other tests' chats."""
+    monkeypatch.setattr(tools_module, "_registry", {})
 
 
 class Unit(enum.Enum):
@@ -119,7 +126,7 @@ def test_decorator_registers_and_returns_the_function():
 
     assert add_numbers(2, 3) == 5
     assert registered_tools()["add_numbers"].description == "Add two integers."
-    assert [t.name for t in resolve_tools(None, {})][-1] == "add_numbers"
+    assert [t.name for t in resolve_tools(None, {})] == ["add_numbers"]
     assert resolve_tools([], {}) == []
 
 
