@@ -8,7 +8,7 @@ flags, so streaming costs O(delta) per feed, never a re-parse of the whole body.
 
 from __future__ import annotations
 
-__all__ = ["JsonValueScanner", "make_scanner"]
+__all__ = ["JsonValueScanner", "BareCallScanner", "make_scanner"]
 
 
 class JsonValueScanner:
@@ -62,6 +62,39 @@ class JsonValueScanner:
         return None
 
 
+class BareCallScanner:
+    """Finds the end of a bare ``name{...}`` after ``call:``, or rejects it as plain text.
+
+    ``feed`` returns the characters that complete the call, None while it is open, or
+    ``-(n + 1)`` when the ``n``-th character shows this is not a call (a name holds only
+    letters, digits, ``_``, ``.`` and ``-``), so the filter gives the text back unparsed.
+    Gemma strings are ``<|"|>``-delimited: their ``"`` toggles the string state.
+    """
+
+    __slots__ = ("_name", "_value")
+
+    def __init__(self) -> None:
+        self._name = 0  # name characters read so far
+        self._value: JsonValueScanner | None = None
+
+    def feed(self, text: str) -> int | None:
+        offset = 0
+        if self._value is None:
+            for i, ch in enumerate(text):
+                if ch == "{" and self._name:
+                    self._value = JsonValueScanner(quotes='"', depth=1)
+                    offset = i + 1
+                    break
+                if ch.isalnum() or ch in "_.-":
+                    self._name += 1
+                    continue
+                return -(i + 1)
+            else:
+                return None
+        n = self._value.feed(text[offset:])
+        return None if n is None else offset + n
+
+
 def make_scanner(name: str | None):
     if name is None:
         return None
@@ -70,4 +103,6 @@ def make_scanner(name: str | None):
     if name == "python_list":
         # Opened by the "[" marker; Python strings may use either quote.
         return JsonValueScanner(quotes="\"'", depth=1)
+    if name == "bare_call":
+        return BareCallScanner()
     raise ValueError(f"Unknown tool-call body scanner {name!r}.")

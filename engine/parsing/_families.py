@@ -30,8 +30,17 @@ class ToolMarker:
     scanner: str | None = None
     keep: bool = False
     leading: bool = False
-    """Only at the very start of the reply (Llama's bare ``[f(x=1)]``); markup that then fails
-    to parse was ordinary text after all and stays content."""
+    """Only at the very start of the reply (Llama's bare ``[f(x=1)]``); implies ``soft``."""
+    soft: bool = False
+    """Markup that can also be ordinary text (a bare ``call:name{...}``): when it does not
+    parse, or its scanner rejects it, it stays text of the mode it appeared in, and it
+    never ends reasoning."""
+    ends: tuple[str, ...] = ()
+    """Other closing markers the model sometimes writes instead of ``end``."""
+
+    @property
+    def is_soft(self) -> bool:
+        return self.soft or self.leading
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +127,12 @@ FAMILIES: dict[str, Family] = {
         Family(
             "gemma4",
             think=("<|channel>", "<channel|>"),
-            tools=(ToolMarker("<|tool_call>", "<tool_call|>"),),
+            tools=(
+                # Gemma 4 sometimes closes a call with the end of its turn instead.
+                ToolMarker("<|tool_call>", "<tool_call|>", ends=("<turn|>",)),
+                # ... and sometimes drops the opening marker (right after its thought).
+                ToolMarker("call:", "", scanner="bare_call", keep=True, soft=True),
+            ),
             parser="gemma4",
             think_anywhere=True,
             reasoning_prefix="thought\n",

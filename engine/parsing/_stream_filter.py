@@ -77,8 +77,11 @@ class StreamFilter:
         self.tool_calls = 0
         """Complete tool calls emitted so far (for ``finish_reason="tool_calls"``)."""
         fam = self.family
-        self._tool_edges = [(m.start, m) for m in fam.tools if not m.leading]
+        self._hard_tools = [(m.start, m) for m in fam.tools if not m.is_soft]
+        self._soft_tools = [(m.start, m) for m in fam.tools if m.soft and not m.leading]
         self._leading_tools = [(m.start, m) for m in fam.tools if m.leading]
+        self._soft_from: str | None = None  # the mode a soft marker interrupted
+        self._end_used = ""
         self._max_marker = max(
             [len(m.start) for m in fam.tools] + [len(s) for s in fam.think or ()]
             + [len(fam.reasoning_prefix or "")]
@@ -122,12 +125,12 @@ class StreamFilter:
         self._finished = True
         if self.mode == TOOL:
             raw = self._marker.start + "".join(self._body) + self._tail
-            if self._marker.leading:
-                self.mode = CONTENT
-                self._emit(CONTENT, raw)  # an unclosed "[" at the start was just text
+            self._tail = ""
+            if self._marker.is_soft:
+                self._give_back(raw)  # an unclosed "[" or "call:" was just text
             else:
                 self._problem(raw, "The tool call was cut off before it was closed.")
-        else:
+        if self.mode != TOOL:
             # A marker prefix that never completed is plain text; undecided text is content.
             self._release(CONTENT if self.mode == UNDECIDED else self.mode, self._tail)
         self._tail = ""
@@ -152,8 +155,8 @@ class StreamFilter:
             self._tail = buf[start:]
             return False
         self._tail = buf[end:]
-        if self.mode == UNDECIDED:
-            # The marker decides what the held text was.
+        if self.mode == UNDECIDED and not (isinstance(action, ToolMarker) and action.is_soft):
+            # The marker decides what the held text was (a soft one only once it parses).
             self._release(REASONING if action == "close_think" else CONTENT, buf[:start])
         else:
             self._emit(self.mode, buf[:start])
@@ -168,7 +171,7 @@ class StreamFilter:
         if self.mode == REASONING:
             anywhere = [(think[1], "close_think")]
             if fam.tool_ends_reasoning:
-                anywhere += self._tool_edges
+                anywhere += self._hard_tools
             leading = []
             if not self._mode_has_text:
                 # The model may repeat the opening its prompt already wrote, and some write a
@@ -177,7 +180,7 @@ class StreamFilter:
                 if fam.reasoning_prefix:
                     leading.append((fam.reasoning_prefix, "drop"))
             return anywhere, leading
-        anywhere = list(self._tool_edges)
+        anywhere = self._hard_tools + self._soft_tools
         leading = []
         if self.mode == UNDECIDED:
             anywhere.append((think[1], "close_think"))
@@ -195,20 +198,26 @@ class StreamFilter:
     def _transition(self, action) -> None:
         if action == "drop":
             return
-        self._mode_has_text = False
-        self._spoke = True
-        if action == "open_think":
-            self.mode = REASONING
-            self._reasoning_seen = True
-        elif action == "close_think":
-            self.mode = CONTENT
-            self._reasoning_seen = True
-        else:  # a ToolMarker: a call opens
-            self._reasoning_seen = True
+        if isinstance(action, ToolMarker):  # a call opens
+            if action.is_soft:
+                self._soft_from = self.mode  # nothing is decided until it parses
+            else:
+                self._opened()
             self.mode = TOOL
             self._marker = action
             self._body = []
             self._scanner = make_scanner(action.scanner)
+            return
+        self._mode_has_text = False
+        self._spoke = True
+        self._reasoning_seen = True
+        self.mode = REASONING if action == "open_think" else CONTENT
+
+    def _opened(self) -> None:
+        """A real call started: reasoning (if any) is over and the reply has spoken."""
+        self._reasoning_seen = True
+        self._spoke = True
+        self._mode_has_text = False
 
     def _step_tool(self) -> bool:
         buf, marker = self._tail, self._marker
@@ -218,33 +227,57 @@ class StreamFilter:
                 self._body.append(buf)
                 self._tail = ""
                 return False
+            if n < 0:  # not a call after all: give the text back and scan on from there
+                n = -n - 1
+                raw = marker.start + "".join(self._body) + buf[:n]
+                self._tail = buf[n:]
+                self._give_back(raw)
+                return True
             self._body.append(buf[:n])
             self._tail = buf[n:]
+            self._end_used = ""
             self._close_call()
             return True
-        p = buf.find(marker.end)
-        if p == -1:
-            keep = _partial_suffix(buf, marker.end)
+        ends = (marker.end, *marker.ends)
+        hits = [(p, end) for end in ends if (p := buf.find(end)) != -1]
+        if not hits:
+            keep = max(_partial_suffix(buf, end) for end in ends)
             self._body.append(buf[: len(buf) - keep])
             self._tail = buf[len(buf) - keep:]
             return False
+        p, end = min(hits, key=lambda h: (h[0], -len(h[1])))
         self._body.append(buf[:p])
-        self._tail = buf[p + len(marker.end):]
+        self._tail = buf[p + len(end):]
+        self._end_used = end
         self._close_call()
         return True
 
+    def _give_back(self, raw: str) -> None:
+        """A soft marker's text was not a call: it is text of the mode it interrupted."""
+        self.mode = self._soft_from or CONTENT
+        self._soft_from, self._marker, self._body, self._scanner = None, None, [], None
+        self._emit(self.mode, raw)
+
     def _close_call(self) -> None:
         marker, body = self._marker, "".join(self._body)
-        raw = marker.start + body + marker.end
-        self.mode, self._marker, self._body, self._scanner = CONTENT, None, [], None
-        self._mode_has_text = False
+        raw = marker.start + body + self._end_used
         try:
             calls = parse_calls(self.family, raw if marker.keep else body, self.tools)
         except Exception as exc:  # any parser failure on model output is a problem, not a crash
-            if marker.leading:
-                self._emit(CONTENT, raw)  # "[a link]" at the start was text, not calls
-            else:
-                self._problem(raw, f"The tool call did not parse: {exc}")
+            if marker.is_soft:
+                self._give_back(raw)  # "[a link]" or "call: me" was text, not calls
+                return
+            calls = None
+            message = f"The tool call did not parse: {exc}"
+        if marker.is_soft:
+            if self._soft_from == UNDECIDED:
+                self._release(CONTENT, "")  # a call settles it: what came before was content
+            self._opened()
+        self.mode, self._marker, self._body, self._scanner = CONTENT, None, [], None
+        self._soft_from = None
+        self._mode_has_text = False
+        if calls is None:
+            self._problem(raw, message)
             return
         for call in calls:
             if isinstance(call, CallProblem):

@@ -290,3 +290,19 @@ CASES += [
      f"</{DSML}invoke>\n</{DSML}function_calls>", {"starts_in_reasoning": False},
      expect(content="Let me check.\n\n", tool_calls=[("get_weather", {"location": "杭州", "days": 2})])),
 ]
+
+Q = '<|"|>'
+CASES += [
+    ("gemma4_bare_call_after_thought", "gemma4",
+     f"<|channel>thought\nRead the file.\n<channel|>call:bash{{command:{Q}cat /work/a.c{Q}}}", {},
+     expect("Read the file.\n", tool_calls=[("bash", {"command": "cat /work/a.c"})])),
+    ("gemma4_turn_end_closes_a_call", "gemma4",
+     f"<|tool_call>call:gdb{{args:{Q}-batch -ex run{Q}}}<turn|>", {},
+     expect(tool_calls=[("gdb", {"args": "-batch -ex run"})])),
+    ("gemma4_call_word_in_prose_stays_content", "gemma4",
+     "Please call: 555-1234 {ok}, or we call:it{ later.", {},
+     expect(content="Please call: 555-1234 {ok}, or we call:it{ later.")),
+    ("gemma4_bare_call_in_thought_does_not_end_it", "gemma4",
+     f"<|channel>thought\nMaybe call:f{{x:1}} later<channel|>Done", {},
+     expect("Maybe call:f{x:1} later", "Done")),
+]
