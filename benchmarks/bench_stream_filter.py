@@ -77,7 +77,7 @@ def measure(shape: str, repeats: int, budget: int = 20000) -> tuple[float, float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=11)
     args = parser.parse_args()
     print(f"{'reply shape':34} {'100 tok':>10} {'5000 tok':>10} {'ratio':>7}")
     worst = 0.0

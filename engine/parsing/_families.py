@@ -8,6 +8,7 @@ ours in ``mlx_notebook.engine.parsers`` where it has none or needs adapting.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from types import ModuleType
@@ -71,7 +72,9 @@ class Family:
         return _load_parser(self.parser)
 
 
+@functools.lru_cache(maxsize=None)
 def _load_parser(name: str) -> ModuleType:
+    """Our parser module ``name`` if we have one, else mlx-lm's (looked up once per name)."""
     try:
         return importlib.import_module(f"mlx_notebook.engine.parsers.{name}")
     except ModuleNotFoundError as exc:

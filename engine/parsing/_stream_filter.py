@@ -81,6 +81,7 @@ class StreamFilter:
         self._soft_tools = [(m.start, m) for m in fam.tools if m.soft and not m.leading]
         self._leading_tools = [(m.start, m) for m in fam.tools if m.leading]
         self._soft_from: str | None = None  # the mode a soft marker interrupted
+        self._edge_cache: dict[tuple, tuple[list, list]] = {}
         self._end_used = ""
         self._max_marker = max(
             [len(m.start) for m in fam.tools] + [len(s) for s in fam.think or ()]
@@ -166,6 +167,13 @@ class StreamFilter:
     def _edges(self):
         """Markers that can fire now: (anywhere, leading). A leading marker fires only before
         any text of the current stretch, and whitespace before it belongs to the marker."""
+        key = (self.mode, self._mode_has_text, self._spoke, self._reasoning_seen)
+        edges = self._edge_cache.get(key)
+        if edges is None:
+            edges = self._edge_cache[key] = self._compute_edges()
+        return edges
+
+    def _compute_edges(self):
         fam = self.family
         think = fam.think
         if self.mode == REASONING:
@@ -344,9 +352,10 @@ def _find_marker(buf: str, anywhere, leading, max_len: int):
                 return (0, None, None)
     limit = best[0] if best is not None else len(buf)
     for q in range(max(0, len(buf) - max_len + 1), min(limit + 1, len(buf))):
-        tail = buf[q:]
+        ch = buf[q]
         for marker, _ in anywhere:
-            if len(marker) > len(tail) and marker.startswith(tail):
+            # First-character test before slicing: most text starts no marker.
+            if marker[0] == ch and len(marker) > len(buf) - q and marker.startswith(buf[q:]):
                 return (q, None, None)
     return best
 
