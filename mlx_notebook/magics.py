@@ -9,7 +9,6 @@ the only interpolation is the cell body's, once, before templating.
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -22,7 +21,19 @@ from mlx_notebook.engine.errors import EngineDeadError, EngineError
 from . import reports
 from .errors import as_usage_errors, no_model_error, usage_error
 from .interpolation import interpolate
-from .options import output_arguments, parse_bytes, sampling_arguments, sampling_fields, set_options
+from .options import (
+    CONFIG_ALIASES,
+    body_fields,
+    chunk_sizes,
+    config_fragment,
+    config_keys,
+    output_arguments,
+    parse_bytes,
+    read_template,
+    sampling_arguments,
+    set_options,
+    tool_names,
+)
 from .runner import DEFAULT_MAX_ROUNDS, run_turn
 from .sessions import DEFAULT_SESSION, SessionStore
 from .terminal import TerminalView
@@ -30,10 +41,6 @@ from .tools import ask_before_running, resolve_tools
 from .turn import Turn
 
 __all__ = ["MlxMagics"]
-
-# %mlx config keys that are switches rather than values.
-_SWITCHES = {"no_stream", "show_request", "raw", "no_interpolate", "confirm"}
-
 
 def _parse(func: Any, line: str, magic: str):
     """Parse a magic's line, with errors that name the magic and where its help is.
@@ -109,7 +116,7 @@ class MlxMagics(Magics):
         options = {
             "prompt_cache_bytes": args.prompt_cache_bytes, "max_kv_size": args.max_kv_size,
             "adapter_path": args.adapter, "draft_model": args.draft_model,
-            "chat_template": _read_template(args.chat_template), "dtype": args.dtype,
+            "chat_template": read_template(args.chat_template), "dtype": args.dtype,
             "default_sampling": sampling or None,
         }
         # Free the old model first: two models at once may not fit in memory.
@@ -154,9 +161,9 @@ class MlxMagics(Magics):
         engine = self._engine("%%chat")
         text = self._cell_text(cell, args, "%%chat")
         with as_usage_errors("%%chat"):
-            tools = resolve_tools(_names(args.tools), self.shell.user_ns)
+            tools = resolve_tools(tool_names(args.tools), self.shell.user_ns)
         session = self.sessions.open(args.session or DEFAULT_SESSION, new=bool(args.new))
-        body = {"messages": session.messages_for(text, system=args.system), **_fields(args)}
+        body = {"messages": session.messages_for(text, system=args.system), **body_fields(args)}
         if args.think is not None:
             body["chat_template_kwargs"] = {"enable_thinking": args.think}
         if tools:
@@ -166,7 +173,7 @@ class MlxMagics(Magics):
         confirm = ask_before_running if args.confirm else None
         self._run(engine, turn, args, "%%chat", kind="chat", tools=tools, confirm=confirm,
                   max_rounds=args.max_rounds or DEFAULT_MAX_ROUNDS)
-        session.add(turn)
+        session.add(turn, system=args.system)
         return self._result(turn, args, "%%chat")
 
     # ------------------------------------------------------------------- %%complete
@@ -180,7 +187,7 @@ class MlxMagics(Magics):
         """Continue the cell's text with the model: raw completion, no chat template."""
         args = self._chat_args(line, "%%complete", self.complete)
         engine = self._engine("%%complete")
-        body = {"prompt": self._cell_text(cell, args, "%%complete"), **_fields(args)}
+        body = {"prompt": self._cell_text(cell, args, "%%complete"), **body_fields(args)}
         turn = Turn(model=reports.model_name(engine), session="", request=body,
                     options=set_options(args))
         self._run(engine, turn, args, "%%complete", kind="completion")
@@ -233,7 +240,7 @@ class MlxMagics(Magics):
         name = args.session or DEFAULT_SESSION
         with as_usage_errors("%mlx render"):
             session = self.sessions.open(name) if args.session is None else self.sessions.get(name)
-            tools = resolve_tools(_names(args.tools), self.shell.user_ns)
+            tools = resolve_tools(tool_names(args.tools), self.shell.user_ns)
             messages = session.history()
             if args.message is not None:
                 messages.append({"role": "user", "content": args.message})
@@ -242,12 +249,13 @@ class MlxMagics(Magics):
                                  "chat first or pass --message TEXT.")
             body = {"messages": messages, **({"tools": [t.schema() for t in tools]} if tools else {})}
             inspection = engine.inspect(body)
-        display(reports.rendered_prompt(inspection, _special_ids(engine.tokenizer)))
+        display(reports.rendered_prompt(inspection, reports.special_token_ids(engine.tokenizer)))
 
     @magic_arguments(name="mlx trace")
     @argument("text", help="The model output to parse: a notebook variable's name or literal text.")
     @argument("--family", required=True, help="The parser family, e.g. qwen3, deepseek_v4, json_tools.")
-    @argument("--chunking", default=None, help="Chunk sizes to replay the text with, e.g. 1 or 1,3,7.")
+    @argument("--chunking", type=chunk_sizes, default=None, metavar="SIZES",
+              help="Chunk sizes to replay the text with, e.g. 1 or 1,3,7.")
     def _trace(self, line: str):
         """Run the reasoning/tool-call parser on TEXT step by step (the parser debugger)."""
         args = _parse(self._trace, line, "%mlx trace")
@@ -256,7 +264,7 @@ class MlxMagics(Magics):
         value = self.shell.user_ns.get(args.text, args.text) if args.text.isidentifier() else args.text
         if not isinstance(value, str):
             raise UsageError(f"%mlx trace: '{args.text}' is a {type(value).__name__}, not text.")
-        kwargs = {} if args.chunking is None else {"chunking": _chunking(args.chunking)}
+        kwargs = {} if args.chunking is None else {"chunking": args.chunking}
         with as_usage_errors("%mlx trace"):
             try:
                 result = parsing.trace(value, args.family, **kwargs)
@@ -298,16 +306,16 @@ class MlxMagics(Magics):
         changes: dict[str, str | None] = {}  # applied only when every setting is valid
         for setting in args.settings:
             key, sep, value = setting.partition("=")
-            key = _ALIASES.get(key.strip().lstrip("-").replace("-", "_"), key.strip())
+            key = CONFIG_ALIASES.get(key.strip().lstrip("-").replace("-", "_"), key.strip())
             if not sep:
                 raise UsageError(f"%mlx config: '{setting}' is not KEY=VALUE; e.g. temperature=0.7.")
-            if key not in _config_keys(self.chat):
+            if key not in config_keys(self.chat):
                 raise UsageError(f"%mlx config: unknown key '{key}'; use one of "
-                                 f"{', '.join(sorted(_config_keys(self.chat)))}.")
+                                 f"{', '.join(sorted(config_keys(self.chat)))}.")
             if value == "":
                 changes[key] = None
                 continue
-            changes[key] = _config_fragment(key, value)
+            changes[key] = config_fragment(key, value)
             _parse(self.chat, changes[key], f"%mlx config {key}")  # validated as the cell would be
         for key, fragment in changes.items():
             if fragment is None:
@@ -363,8 +371,6 @@ class MlxMagics(Magics):
         if args.show_request:
             display(reports.request(turn.request))
         view = None if args.no_stream else self._view(turn)
-        if view is not None:
-            view.display()
         with as_usage_errors(magic):
             run_turn(engine, turn, view, **kwargs)
         if view is not None:
@@ -399,62 +405,6 @@ class MlxMagics(Magics):
             raise usage_error(magic, failure)
         turn._display_pending = True  # shown live already: the displayhook skips it once
         return turn
-
-
-
-
-_ALIASES = {"temp": "temperature"}
-
-
-def _config_fragment(key: str, value: str) -> str:
-    """``think=false`` -> ``--no-think``, ``raw=true`` -> ``--raw``, ``temperature=0.7`` -> ``--temperature 0.7``."""
-    truth = value.strip().lower()
-    if key == "think":
-        return "--think" if truth in ("1", "true", "yes", "on") else "--no-think"
-    if key in _SWITCHES:
-        if truth not in ("1", "true", "yes", "on"):
-            raise UsageError(f"%mlx config: {key} is a switch; write {key}=true, or {key}= to remove it.")
-        return f"--{key.replace('_', '-')}"
-    if key == "new":
-        raise UsageError("%mlx config: new applies to one cell only; use %%chat --new.")
-    return f"--{key.replace('_', '-')} {shlex.quote(value)}"
-
-
-def _config_keys(func: Any) -> set[str]:
-    return {action.dest for action in func.parser._actions if action.dest != "new"}
-
-
-def _fields(args: Any) -> dict:
-    return {field: getattr(args, field) for field in sampling_fields() if getattr(args, field) is not None}
-
-
-def _read_template(path: str | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return Path(path).expanduser().read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"%load_model: cannot read the chat template file {path} ({exc.strerror}).") from None
-
-
-def _special_ids(tokenizer: Any) -> set[int]:
-    """Ids of the tokenizer's special tokens (chat markers, <think>, <tool_call>, ...)."""
-    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
-    ids = {token_id for token_id, token in added.items() if getattr(token, "special", False)}
-    return ids | set(getattr(tokenizer, "all_special_ids", None) or ())
-
-
-def _names(tools: str | None) -> list[str] | None:
-    if tools is None:
-        return None
-    if tools.strip().lower() == "none":
-        return []
-    return [name.strip() for name in tools.split(",") if name.strip()]
-
-
-def _chunking(text: str) -> Any:
-    sizes = [int(part) for part in text.split(",") if part.strip()]
-    return sizes[0] if len(sizes) == 1 else sizes
 
 
 MlxMagics.mlx.__doc__ = "\n\n".join(

@@ -10,8 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
+from pathlib import Path
 from typing import Any, Callable
 
+from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, argument_group
 
 __all__ = [
@@ -22,6 +25,13 @@ __all__ = [
     "parse_logit_bias",
     "unescape",
     "set_options",
+    "body_fields",
+    "tool_names",
+    "chunk_sizes",
+    "read_template",
+    "config_fragment",
+    "config_keys",
+    "CONFIG_ALIASES",
 ]
 
 # (flags, dest, type, help); dest is also the body field.
@@ -116,3 +126,62 @@ def sampling_fields() -> list[str]:
 def set_options(args: argparse.Namespace) -> dict[str, Any]:
     """The flags the user actually set (config defaults included), for the record."""
     return {key: value for key, value in vars(args).items() if value is not None}
+
+
+def body_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The request body fields the sampling flags set; unset flags stay out."""
+    return {field: getattr(args, field) for field in sampling_fields() if getattr(args, field) is not None}
+
+
+def tool_names(text: str | None) -> list[str] | None:
+    """``--tools f,g`` as names; None when unset (offer the ``@tool`` ones), [] for ``none``."""
+    if text is None:
+        return None
+    if text.strip().lower() == "none":
+        return []
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def chunk_sizes(text: str) -> int | list[int]:
+    """``--chunking 1`` or ``--chunking 1,3,7`` for the parser debugger."""
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size or a list like 1,3,7") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size or a list like 1,3,7")
+    return sizes[0] if len(sizes) == 1 else sizes
+
+
+def read_template(path: str | None) -> str | None:
+    """The text of ``--chat-template FILE`` (the engine takes the template itself)."""
+    if path is None:
+        return None
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"%load_model: cannot read the chat template file {path} ({exc.strerror}).") from None
+
+
+CONFIG_ALIASES = {"temp": "temperature"}
+
+# %mlx config keys that are switches rather than values.
+_SWITCHES = {"no_stream", "show_request", "raw", "no_interpolate", "confirm"}
+_TRUE = ("1", "true", "yes", "on")
+
+
+def config_fragment(key: str, value: str) -> str:
+    """``think=false`` -> ``--no-think``, ``raw=true`` -> ``--raw``, ``top_p=0.9`` -> ``--top-p 0.9``."""
+    truth = value.strip().lower()
+    if key == "think":
+        return "--think" if truth in _TRUE else "--no-think"
+    if key in _SWITCHES:
+        if truth not in _TRUE:
+            raise UsageError(f"%mlx config: {key} is a switch; write {key}=true, or {key}= to remove it.")
+        return f"--{key.replace('_', '-')}"
+    return f"--{key.replace('_', '-')} {shlex.quote(value)}"
+
+
+def config_keys(func: Callable) -> set[str]:
+    """The ``%mlx config`` keys: every flag of ``func`` (``%%chat``) but the one-cell ``--new``."""
+    return {action.dest for action in func.parser._actions if action.dest != "new"}

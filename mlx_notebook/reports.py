@@ -11,12 +11,14 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import mlx.core as mx
+
 from .sessions import Session
 from .turn import Turn
 
 __all__ = [
     "Report", "text", "model_name", "model_summary", "status", "cache", "rendered_prompt",
-    "sessions", "history", "config", "request", "chunk_table",
+    "sessions", "history", "config", "request", "chunk_table", "special_token_ids",
 ]
 
 
@@ -93,7 +95,8 @@ def status(engine: Any) -> Report:
     info = engine.model_info
     lines = [
         f"model: {_get(info, 'name')} ({_get(info, 'model_type')}) at {_get(info, 'path')}",
-        f"memory: {_size(_get(info, 'memory_bytes'))}",
+        f"memory: {_size(_get(info, 'memory_bytes'))} of weights; MLX active "
+        f"{_size(mx.get_active_memory())}, peak {_size(mx.get_peak_memory())}",
         f"engine: {'healthy' if engine.healthy else 'stopped'}",
         f"active requests: {engine.active_requests}",
     ]
@@ -140,6 +143,13 @@ def rendered_prompt(inspection: Any, special_ids: set[int]) -> Report:
         "".join(plain) + f"\n[{footer}]",
         f'<pre style="white-space:pre-wrap">{"".join(marked)}</pre><p>{html.escape(footer)}</p>',
     )
+
+
+def special_token_ids(tokenizer: Any) -> set[int]:
+    """Ids of the tokenizer's special tokens (chat markers, <think>, <tool_call>, ...)."""
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    ids = {token_id for token_id, token in added.items() if getattr(token, "special", False)}
+    return ids | set(getattr(tokenizer, "all_special_ids", None) or ())
 
 
 def sessions(all_sessions: Iterable[Session]) -> Report:

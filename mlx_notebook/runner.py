@@ -49,7 +49,10 @@ def run_turn(
     confirm: Confirm | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
 ) -> Turn:
-    """Send ``turn.request`` (and tool-loop follow-ups), filling ``turn`` as events arrive."""
+    """Send ``turn.request`` (and tool-loop follow-ups), filling ``turn`` as events arrive.
+
+    The view is displayed once the first request is admitted and finished by the caller.
+    """
     started = time.perf_counter()
     current: list[Any] = [None]
     if view is not None:
@@ -57,9 +60,18 @@ def run_turn(
     body = turn.request
     try:
         for number in range(max_rounds):
+            try:
+                current[0] = engine.submit(body, kind=kind)
+            except Exception as exc:
+                if number > 0 and view is not None:  # shown already: end it in its error state
+                    turn.error = str(exc)
+                    _summarize(turn, started)
+                    view.finish(turn)
+                raise
             round_ = Round(request=body)
             turn.rounds.append(round_)
-            current[0] = engine.submit(body, kind=kind)
+            if number == 0 and view is not None:
+                view.display()  # only once admitted: a rejected request shows just the error line
             _consume(current[0], turn, round_, view, kind)
             _summarize(turn, started)
             if turn.interrupted or turn.error or not round_.tool_calls or not tools:

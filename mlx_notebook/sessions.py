@@ -29,24 +29,27 @@ class Session:
     system: str | None = None
     turns: list[Turn] = field(default_factory=list)
 
-    def history(self) -> list[dict]:
-        """The messages the next request starts with: system prompt, then kept turns."""
-        messages: list[dict] = []
-        if self.system:
-            messages.append({"role": "system", "content": self.system})
+    def history(self, *, system: str | None = None) -> list[dict]:
+        """The messages the next request starts with: system prompt, then kept turns.
+
+        ``system`` replaces the session's system prompt for this call ('' drops it).
+        """
+        system = self.system if system is None else system
+        messages: list[dict] = [{"role": "system", "content": system}] if system else []
         for turn in self.turns:
             if turn.in_history:
                 messages.extend(turn.messages())
         return messages
 
     def messages_for(self, user_text: str, *, system: str | None = None) -> list[dict]:
-        """The full ``messages`` list for a new user message; ``system`` replaces the session's."""
+        """The full ``messages`` list for a new user message; nothing changes until ``add``."""
+        return [*self.history(system=system), {"role": "user", "content": user_text}]
+
+    def add(self, turn: Turn, *, system: str | None = None) -> None:
+        """Record a finished (or interrupted) turn; ``system`` becomes the session's prompt."""
+        self.turns.append(turn)
         if system is not None:
             self.system = system or None
-        return [*self.history(), {"role": "user", "content": user_text}]
-
-    def add(self, turn: Turn) -> None:
-        self.turns.append(turn)
 
     def reset(self) -> None:
         self.turns.clear()

@@ -20,13 +20,15 @@ def test_history_sends_complete_turns_with_system_prompt_and_reasoning():
     session = Session("s")
     messages = session.messages_for("Hi", system="Be terse.")
     assert messages == [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Hi"}]
-    session.add(_turn("Hi", "Hello.", reasoning="\nGreet back.\n"))
+    assert session.system is None  # nothing changes until the turn is added
+    session.add(_turn("Hi", "Hello.", reasoning="\nGreet back.\n"), system="Be terse.")
     assert session.messages_for("Again") == [
         {"role": "system", "content": "Be terse."},
         {"role": "user", "content": "Hi"},
         {"role": "assistant", "content": "Hello.", "reasoning_content": "Greet back."},
         {"role": "user", "content": "Again"},
     ]
+    assert session.messages_for("Again", system="")[0] == {"role": "user", "content": "Hi"}
 
 
 def test_interrupted_turn_is_not_history_until_kept():
