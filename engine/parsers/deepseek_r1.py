@@ -11,7 +11,8 @@ arguments in a fenced JSON block::
 
 V3.1 and later drop the type and the fence: ``<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>
 {"city": "Paris"}<｜tool▁call▁end｜>``. Written as a scanner over the markers (no regex),
-raising ValueError when a call is cut off or its arguments are not a JSON object.
+raising ValueError when the block is cut off or holds no call; a single call whose arguments
+are not a JSON object comes back as ``{"problem": raw, "message": ...}`` among the others.
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ def parse_tool_call(text: str, tools: Any | None = None) -> list[dict[str, Any]]
         end = body.find(_CALL_END, begin)
         if end == -1:
             raise ValueError("a DeepSeek tool call is cut off before <｜tool▁call▁end｜>")
-        calls.append(_parse_call(body[begin + len(_CALL_BEGIN): end]))
+        try:
+            calls.append(_parse_call(body[begin + len(_CALL_BEGIN): end]))
+        except ValueError as exc:  # one bad call does not sink its siblings
+            calls.append({"problem": body[begin: end + len(_CALL_END)], "message": str(exc)})
         pos = end + len(_CALL_END)
     if not calls:
         raise ValueError("the tool-call block holds no <｜tool▁call▁begin｜>")
