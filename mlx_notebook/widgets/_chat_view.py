@@ -177,6 +177,10 @@ class ChatView(anywidget.AnyWidget):
                 self.close()
             return self._static
 
+    def __repr__(self) -> str:
+        # What text-only front ends show for the live output before the static one replaces it.
+        return f"<ChatView {self.model} · session {self.session} · {self.phase}>"
+
     @property
     def mimebundle(self) -> tuple[dict, dict] | None:
         """The static ``(data, metadata)`` once ``finish`` ran, else None."""

@@ -148,17 +148,17 @@ class NotebookPage:
                 window.jupyterapp.commands.execute('notebook:run-cell');
             }""", index)
 
-    def wait_idle(self, timeout: float = 180) -> None:
-        """Wait until every cell has run and the kernel is idle."""
+    def wait_idle(self, timeout: float = 180, upto: int | None = None) -> None:
+        """Wait until the cells (all, or those up to index ``upto``) have run and the kernel idles."""
         self.page.wait_for_function(
-            """() => {
+            """upto => {
                 const w = window.jupyterapp.shell.currentWidget;
                 const kernel = w.context.sessionContext.session?.kernel;
-                const cells = w.content.widgets;
+                const cells = w.content.widgets.slice(0, upto === null ? undefined : upto + 1);
                 return kernel.status === 'idle' && cells.every(c => c.model.type !== 'code'
                     || (c.model.executionCount !== null && !c.hasClass('jp-mod-running')
                         && !c.node.querySelector('.jp-InputArea-prompt')?.textContent.includes('*')));
-            }""", timeout=timeout * 1000)
+            }""", arg=upto, timeout=timeout * 1000)
 
     def cell(self, index: int):
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)

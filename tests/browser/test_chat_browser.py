@@ -6,6 +6,7 @@ widget alone); the ``model`` tests run ``%%chat`` on SmolLM2 and the tiny reason
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -140,3 +141,190 @@ def test_stop_button_interrupts_a_cell_that_is_busy_streaming(notebook_page):
     assert static.locator(".mlxnb-status").inner_text() == "stopped"
     printed = nb.cell(0).locator(".jp-OutputArea-output pre").last.inner_text()
     assert 5 <= int(printed.split("words:")[1]) < 100
+
+
+# -- %%chat on real models ----------------------------------------------------------------------
+
+# Records, per notebook cell, every distinct text of the live answer and whether a live
+# reasoning panel (open) or tool card was seen, so fast models cannot outrun the test.
+WATCH_CELLS = """() => {
+    window.__seen = {};
+    const cells = () => Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell'));
+    const record = () => {
+        cells().forEach((cell, index) => {
+            const live = cell.querySelector('.mlxnb-live');
+            if (!live) return;
+            const seen = window.__seen[index] ||= {states: [], reasoningOpen: false, toolCard: false, cached: null};
+            const content = live.querySelector('.mlxnb-content');
+            const text = content ? content.innerText.trim() : '';
+            if (text && seen.states[seen.states.length - 1] !== text) seen.states.push(text);
+            if (live.querySelector('details.mlxnb-reasoning[open]')) seen.reasoningOpen = true;
+            if (live.querySelector('.mlxnb-tool .mlxnb-tool-name')) seen.toolCard = true;
+            const cached = live.querySelector('[data-stat="cached"] b');
+            if (cached) seen.cached = cached.innerText;
+        });
+    };
+    new MutationObserver(record).observe(document.body,
+        {subtree: true, childList: true, characterData: true, attributes: true});
+}"""
+
+
+def normalized(text: str) -> str:
+    return " ".join(text.split())
+
+
+def printed(nb, index: int, prefix: str) -> str:
+    text = nb.cell(index).locator(".jp-OutputArea-output").last.inner_text()
+    assert text.startswith(prefix), text
+    return text[len(prefix):].strip()
+
+
+@pytest.mark.model
+def test_smollm2_chat_streams_answer_and_follow_up_shows_cached_tokens(notebook_page, smollm2_path):
+    nb = notebook_page("smollm2.ipynb", [
+        f"%load_ext mlx_notebook\n%load_model {smollm2_path}",
+        "%%chat --temp 0 --max-tokens 48\nDescribe Paris in three sentences.",
+        "import json\nprint('CONTENT=' + json.dumps(_.content))",
+        "%%chat --temp 0 --max-tokens 24\nAnd what is the capital of Germany?",
+        "print('CACHED=', _.usage['cached_tokens'], _.timings['decode_tokens_per_second'])",
+    ])
+    nb.page.evaluate(WATCH_CELLS)
+    nb.run_all()
+    nb.wait_idle(timeout=300)
+
+    content = json.loads(printed(nb, 2, "CONTENT="))
+    seen = nb.page.evaluate("() => window.__seen")
+    states = seen["1"]["states"]
+    final_dom = nb.cell(1).locator(".mlxnb-static .mlxnb-content").inner_text()
+    assert normalized(final_dom) == normalized(content)
+    # The answer grew on screen: at least three partial states before the final one.
+    partial = [s for s in states if normalized(s) != normalized(content)]
+    assert len(partial) >= 3, states
+    assert all(normalized(content).startswith(normalized(s)) for s in partial), states
+
+    cached, decode = printed(nb, 4, "CACHED=").split()
+    assert int(cached) > 0
+    footer = nb.cell(3).locator(".mlxnb-static .mlxnb-footer [data-stat='cached'] b").inner_text()
+    assert footer.startswith(f"{cached} (") and not footer.startswith("0 ")
+    assert seen["3"]["cached"] is not None and not seen["3"]["cached"].startswith("0 ")  # live too
+    nb.page.set_viewport_size({"width": 1100, "height": 1100})
+    nb.cell(3).scroll_into_view_if_needed()
+    shot = nb.screenshot("smollm2-follow-up.png", 3)
+    DOCS.mkdir(exist_ok=True)
+    shutil.copy(shot, DOCS / "screenshot-smollm2.png")
+    print(f"SmolLM2 decode {decode} tok/s, {len(states)} live states")
+
+
+WEATHER_TOOL = '''from mlx_notebook import tool
+
+@tool
+def get_weather(city: str) -> dict:
+    """Get the current weather for a city.
+
+    Args:
+        city: The city name.
+    """
+    return {"city": city, "temperature_c": 18, "condition": "sunny"}'''
+
+
+@pytest.mark.model
+def test_tiny_reasoner_turn_shows_reasoning_panel_and_tool_card(notebook_page, tiny_reasoner_path):
+    nb = notebook_page("reasoner.ipynb", [
+        f"%load_ext mlx_notebook\n%load_model {tiny_reasoner_path}",
+        WEATHER_TOOL,
+        "%%chat --temp 0\nWhat's the weather in Paris?",
+    ])
+    nb.page.evaluate(WATCH_CELLS)
+    nb.run_all()
+    nb.wait_idle(timeout=180)
+
+    # The tiny model answers in well under a second, often before the widget's module has
+    # loaded, so the live panel may never paint; the hand-fed test checks its open/fold.
+    static = nb.cell(2).locator(".mlxnb-static")
+    reasoning = static.locator("details.mlxnb-reasoning")
+    assert reasoning.count() == 1 and reasoning.get_attribute("open") is None  # folded
+    assert "I need the current weather in Paris" in reasoning.locator(".mlxnb-reasoning-body").inner_text()
+    card = static.locator(".mlxnb-tool")
+    assert card.locator(".mlxnb-tool-name").inner_text() == "get_weather"
+    assert json.loads(card.locator(".mlxnb-tool-args").inner_text()) == {"city": "Paris"}
+    assert json.loads(card.locator(".mlxnb-tool-result").inner_text())["condition"] == "sunny"
+    reasoning.locator("summary").click()  # unfold it for the screenshot
+    nb.page.set_viewport_size({"width": 1100, "height": 1100})
+    nb.cell(2).scroll_into_view_if_needed()
+    shot = nb.screenshot("reasoner-tools.png", 2)
+    DOCS.mkdir(exist_ok=True)
+    shutil.copy(shot, DOCS / "screenshot-reasoner-tools.png")
+
+
+@pytest.mark.model
+def test_stop_button_ends_a_long_smollm2_turn(notebook_page, smollm2_path):
+    nb = notebook_page("stop_model.ipynb", [
+        f"%load_ext mlx_notebook\n%load_model {smollm2_path}",
+        "%%chat --temp 0 --max-tokens 2000\nWrite a very long story about a dragon who learns to cook.",
+        "%%chat --temp 0 --max-tokens 8 --new\nWhat is the capital of France?",
+    ])
+    nb.run_cell(0)
+    nb.wait_idle(timeout=180, upto=0)
+    nb.run_cell(1)
+    live = nb.cell(1).locator(".mlxnb-live")
+    nb.page.wait_for_function(
+        """() => {
+            const node = document.querySelectorAll('.jp-Notebook .jp-Cell')[1]
+                .querySelector('.mlxnb-live .mlxnb-content');
+            return node && node.innerText.trim().split(/\\s+/).length >= 5;
+        }""", timeout=120_000)
+    clicked = time.monotonic()
+    live.locator("button.mlxnb-stop").click()
+    nb.cell(1).locator(".mlxnb-static").wait_for(timeout=30_000)
+    stopped_after = time.monotonic() - clicked
+    static = nb.cell(1).locator(".mlxnb-static")
+    assert static.locator(".mlxnb-status").inner_text() == "stopped"
+    completion = static.locator("[data-stat='completion'] b").inner_text()
+    assert int(completion.split()[0]) < 2000
+    assert stopped_after < 15
+    nb.wait_idle(timeout=60, upto=1)
+    nb.run_cell(2)  # the engine serves the next cell normally
+    nb.cell(2).locator(".mlxnb-static").wait_for(timeout=120_000)
+    assert "Paris" in nb.cell(2).locator(".mlxnb-static .mlxnb-content").inner_text()
+    nb.screenshot("smollm2-stopped.png", 1)
+
+
+# -- the live renderer matches the static one ---------------------------------------------------
+
+MARKDOWN_CASES = [
+    "Hello **world** and *you*",
+    "Use `x < y` here",
+    "# Title\ntext\nmore",
+    "- one\n- two *it*\n  continued",
+    "3. c\n4. d",
+    "> quoted **bold**",
+    "a\n\n---\n\nb",
+    "[docs](https://ml-explore.github.io) and [bad](javascript:alert(1))",
+    "<script>alert(1)</script> & friends",
+    "snake_case_name __strong__",
+]
+
+
+def test_live_markdown_matches_the_static_html(browser):
+    from mlx_notebook.display import markdown_html
+
+    source = (Path(__file__).resolve().parents[2] / "mlx_notebook/widgets/chat_view.js").read_text()
+    page = browser.new_page()
+    try:
+        rendered = page.evaluate(
+            """async ([source, cases]) => {
+                const url = URL.createObjectURL(new Blob([source], {type: 'text/javascript'}));
+                const module = await import(url);
+                return cases.map(module.markdown);
+            }""", [source, MARKDOWN_CASES])
+        assert rendered == [markdown_html(case) for case in MARKDOWN_CASES]
+        code = page.evaluate(
+            """async source => {
+                const url = URL.createObjectURL(new Blob([source], {type: 'text/javascript'}));
+                return (await import(url)).markdown("```python\\ndef f(x):\\n    return 'a' # c\\n");
+            }""", source)
+        assert code.startswith('<pre class="mlxnb-code" data-lang="python"><code>')
+        assert '<span class="mlxnb-tok-kw">def</span>' in code  # highlighted while still open
+        assert '<span class="mlxnb-tok-com"># c</span>' in code
+    finally:
+        page.close()
