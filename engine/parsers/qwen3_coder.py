@@ -5,7 +5,9 @@ the model forgot to close swallows the next parameter, and it only honours a sch
 ``type`` (not ``anyOf``/``["integer", "null"]`` as Pydantic writes optional fields). This
 scanner ends a value at ``</parameter>``, the next ``<parameter=`` or ``</function>``,
 whichever comes first, and types values by the tool schema the way vLLM's parser does.
-Without a schema entry a value stays the string the model wrote.
+Without a schema entry a value stays the string the model wrote. A function whose body is a
+JSON object instead of parameters (Llama 3.1's ``<function=name>{...}</function>``) is read
+as JSON.
 """
 
 from __future__ import annotations
@@ -47,6 +49,13 @@ def _parse_function(body: str, tools: Any) -> dict[str, Any]:
     schema = _properties(tools, name)
     arguments: dict[str, Any] = {}
     pos = body.find(_PARAM, close)
+    rest = body[close + 1:].strip()
+    if pos == -1 and rest.startswith("{"):
+        # Llama 3.1's ``<function=name>{json}</function>`` shares the opening tag.
+        decoded = json.loads(rest)
+        if not isinstance(decoded, dict):
+            raise ValueError(f"the arguments of {name!r} are not a JSON object")
+        return {"name": name, "arguments": decoded}
     while pos != -1:
         key_end = body.find(">", pos)
         if key_end == -1:

@@ -306,3 +306,9 @@ CASES += [
      f"<|channel>thought\nMaybe call:f{{x:1}} later<channel|>Done", {},
      expect("Maybe call:f{x:1} later", "Done")),
 ]
+
+CASES += [
+    ("qwen3_coder_llama_json_function", "qwen3_coder",
+     'Sure. <function=get_weather>{"city": "Paris", "days": 2}</function>', {},
+     expect(content="Sure. ", tool_calls=[("get_weather", {"city": "Paris", "days": 2})])),
+]
