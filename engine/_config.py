@@ -1,0 +1,80 @@
+"""Engine settings: one typed, frozen ``EngineConfig`` built at the edge (the ``Engine`` call).
+
+Nothing below the ``Engine`` constructor sees keyword soup or argparse: the engine thread,
+admission and the scheduler read this one object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+__all__ = ["EngineConfig", "SAMPLING_DEFAULTS", "DEFAULT_PROMPT_CACHE_BYTES"]
+
+# mlx_lm.server's defaults (its argparse defaults and the body defaults in do_POST), kept in
+# one place so admission, inspect() and the docs agree. A user's ``default_sampling``
+# overrides them per engine; a request body overrides both.
+SAMPLING_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "top_k": 0,
+        "min_p": 0.0,
+        "xtc_probability": 0.0,
+        "xtc_threshold": 0.1,
+        "repetition_penalty": 0.0,
+        "repetition_context_size": 20,
+        "presence_penalty": 0.0,
+        "presence_context_size": 20,
+        "frequency_penalty": 0.0,
+        "frequency_context_size": 20,
+        "max_tokens": 512,
+        "num_draft_tokens": 3,
+        "top_logprobs": -1,
+    }
+)
+
+# A notebook shares memory with everything else the user runs: keep the prompt cache to
+# 1 GiB unless told otherwise (mlx_lm.server's default is unbounded bytes, 10 entries).
+DEFAULT_PROMPT_CACHE_BYTES = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Everything an engine needs to load a model and serve it."""
+
+    model_spec: str | None = None
+    """Model store spec or mlx-lm model directory; None means the store's default."""
+    dtype: str = "keep"
+    """``keep``, ``float32`` or ``bfloat16``: passed to the model store."""
+    progress: bool = True
+    """Show download/import progress bars while resolving the model."""
+    adapter_path: str | None = None
+    draft_model: str | None = None
+    """A second model directory for speculative decoding (served one request at a time)."""
+    chat_template: str | None = None
+    """A Jinja chat template that replaces the tokenizer's."""
+    chat_template_args: Mapping[str, Any] = field(default_factory=dict)
+    """Default ``chat_template_kwargs`` for every chat request (a request's own win)."""
+    default_sampling: Mapping[str, Any] = field(default_factory=dict)
+    """Body options (``temperature``, ``max_tokens``, ...) used when a request omits them."""
+    prompt_cache_bytes: int = DEFAULT_PROMPT_CACHE_BYTES
+    """Byte budget of the prompt cache, including KV caches of requests being decoded."""
+    prompt_cache_entries: int = 10
+    """Most KV caches kept at once (mlx_lm.server's ``--prompt-cache-size``)."""
+    max_kv_size: int | None = None
+    """Use a rotating (sliding-window) KV cache of this many tokens."""
+    decode_concurrency: int = 32
+    """Most requests decoded together in one batch."""
+    prefill_concurrency: int = 8
+    """Most prompts prefilled together in one batch."""
+    prefill_step_size: int = 2048
+    reasoning_field: str = "reasoning"
+    """Message key for reasoning text in responses: ``reasoning`` or ``reasoning_content``."""
+
+    def sampling_default(self, name: str) -> Any:
+        """The engine-wide default for body option ``name``."""
+        if name in self.default_sampling:
+            return self.default_sampling[name]
+        return SAMPLING_DEFAULTS.get(name)

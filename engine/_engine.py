@@ -1,0 +1,234 @@
+"""``Engine``: the in-process OpenAI-style server engine every front end is a client of.
+
+One request path (DESIGN.md principle 1): admit → render → tokenize run on the caller's
+thread (so bad input raises right there), then the job crosses to the engine thread for
+prompt-cache lookup, batching, decoding, detokenizing and the StreamFilter; OpenAI JSON is
+built from the events on the caller's side.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+import uuid
+import weakref
+from queue import SimpleQueue
+from typing import Any, Iterator, Mapping
+
+from . import responses
+from ._config import DEFAULT_PROMPT_CACHE_BYTES, EngineConfig
+from .admission import GenerationRequest, admit
+from .engine_thread import EngineThread
+from .errors import EngineDeadError, EngineError, EngineRequestError
+from .inspection import Inspection, request_options
+from .model_info import ModelInfo
+from .prompt_cache import CacheInfo
+from .rendering import RenderedPrompt, render
+from .request_handle import RequestHandle
+from .scheduler import Job
+
+__all__ = ["Engine"]
+
+_live_engines: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_engines() -> None:
+    # The engine thread is a daemon, so interpreter shutdown does not wait for it; stopping
+    # and joining it here lets it release MLX state on its own thread before the process
+    # tears down (an MLX thread killed mid-evaluation aborts the process).
+    for engine in list(_live_engines):
+        engine.close()
+
+
+class Engine:
+    """Load a model on a dedicated thread and serve OpenAI-style requests in process.
+
+    >>> engine = Engine("/path/to/mlx-model")           # doctest: +SKIP
+    >>> engine.chat_completions({"messages": [{"role": "user", "content": "Hi"}]})
+    """
+
+    def __init__(
+        self,
+        model_spec: str | None = None,
+        *,
+        prompt_cache_bytes: int = DEFAULT_PROMPT_CACHE_BYTES,
+        max_kv_size: int | None = None,
+        adapter_path: str | None = None,
+        draft_model: str | None = None,
+        chat_template: str | None = None,
+        chat_template_args: Mapping[str, Any] | None = None,
+        default_sampling: Mapping[str, Any] | None = None,
+        dtype: str = "keep",
+        progress: bool = True,
+        reasoning_field: str = "reasoning",
+        decode_concurrency: int = 32,
+    ):
+        if draft_model is not None:
+            raise EngineError(
+                "Speculative decoding (draft_model) is not supported by this engine yet; "
+                "load the model without draft_model."
+            )
+        if reasoning_field not in ("reasoning", "reasoning_content"):
+            raise EngineError("reasoning_field must be 'reasoning' or 'reasoning_content'.")
+        self.config = EngineConfig(
+            model_spec=None if model_spec is None else str(model_spec),
+            dtype=dtype,
+            progress=progress,
+            adapter_path=None if adapter_path is None else str(adapter_path),
+            draft_model=draft_model,
+            chat_template=chat_template,
+            chat_template_args=dict(chat_template_args or {}),
+            default_sampling=dict(default_sampling or {}),
+            prompt_cache_bytes=int(prompt_cache_bytes),
+            max_kv_size=max_kv_size,
+            reasoning_field=reasoning_field,
+            decode_concurrency=decode_concurrency,
+        )
+        # Check default_sampling the way a request body is checked, before loading anything.
+        admit({"prompt": ""}, kind="completion", config=self.config)
+        self._thread = EngineThread(self.config)
+        self._render_lock = threading.Lock()
+        self._closed = False
+        self._thread.start()
+        info = self._thread.model_info
+        self._accepted_models = frozenset(
+            m for m in (info.name, info.path, self.config.model_spec) if m
+        )
+        _live_engines.add(self)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Cancel running requests, stop the engine thread and join it."""
+        if self._closed:
+            return
+        self._closed = True
+        self._thread.stop()
+        _live_engines.discard(self)
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "healthy" if self.healthy else ("closed" if self._closed else "dead")
+        return f"<Engine {self.model_info.name} {state}, {self.active_requests} active>"
+
+    # -- what front ends read ------------------------------------------------------------------
+    @property
+    def model_info(self) -> ModelInfo:
+        return self._thread.model_info
+
+    @property
+    def tokenizer(self):
+        """The mlx-lm TokenizerWrapper (read-only use)."""
+        return self._thread.tokenizer
+
+    @property
+    def healthy(self) -> bool:
+        return self._thread.alive and not self._closed
+
+    @property
+    def active_requests(self) -> int:
+        return self._thread.active
+
+    def cache_info(self) -> CacheInfo:
+        return self._thread.cache.info()
+
+    def trace(self, request_id: str):
+        """The StreamFilter trace of a finished chat request's actual delta stream."""
+        t = self._thread.traces.get(request_id)
+        if t is None:
+            raise EngineError(
+                f"No trace for request {request_id!r}: only the last 16 finished requests "
+                "are kept."
+            )
+        if t.family is None:
+            raise EngineError(f"Request {request_id!r} was a completion: it has no parse trace.")
+        from .parsing import Trace
+
+        return Trace.from_deltas(list(t.deltas), t.family, tools=t.tools,
+                                 starts_in_reasoning=t.starts_in_reasoning)
+
+    # -- the request path ----------------------------------------------------------------------
+    def _check_alive(self) -> None:
+        if not self.healthy:
+            raise EngineDeadError(self._thread._dead_message())
+
+    def _prepare(self, body, kind: str) -> tuple[GenerationRequest, RenderedPrompt]:
+        self._check_alive()
+        request = admit(body, kind=kind, config=self.config,
+                        accepted_models=self._accepted_models)
+        with self._render_lock:  # HF fast tokenizers are not safe for concurrent use
+            prompt = render(request, self.tokenizer, model_type=self.model_info.model_type)
+        context = self.model_info.context_length
+        if context and self.config.max_kv_size is None and len(prompt.tokens) >= context:
+            raise EngineRequestError(
+                f"The prompt is {len(prompt.tokens)} tokens but the model's context is "
+                f"{context}; shorten the conversation.",
+                param="messages" if kind == "chat" else "prompt",
+                code="context_length_exceeded",
+            )
+        return request, prompt
+
+    def submit(self, body: Mapping[str, Any], *, kind: str = "chat") -> RequestHandle:
+        """Admit and schedule ``body``; read the handle's ``events()`` for the reply."""
+        request, prompt = self._prepare(body, kind)
+        prefix = "chatcmpl" if kind == "chat" else "cmpl"
+        job = Job(f"{prefix}-{uuid.uuid4()}", request, prompt, SimpleQueue())
+        self._thread.submit(job)
+        return RequestHandle(job, self._thread)
+
+    def _respond(self, body, kind: str):
+        handle = self.submit(body, kind=kind)
+        request, created = handle.request, int(time.time())
+        if kind == "chat":
+            build = responses.chat_chunks if request.stream else responses.chat_completion
+        else:
+            build = responses.completion_chunks if request.stream else responses.text_completion
+        result = build(handle.events(), request=request, request_id=handle.id, created=created)
+        if not request.stream:
+            return result
+        return _cancel_when_abandoned(result, handle)
+
+    def chat_completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:
+        """``/v1/chat/completions``: a dict, or an iterator of chunks when ``stream`` is true."""
+        return self._respond(body, "chat")
+
+    def completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:
+        """``/v1/completions``: a dict, or an iterator of chunks when ``stream`` is true."""
+        return self._respond(body, "completion")
+
+    def inspect(self, body: Mapping[str, Any], *, kind: str | None = None) -> Inspection:
+        """Run admission, rendering, tokenizing and the cache lookup; generate nothing."""
+        if kind is None:
+            kind = "completion" if "prompt" in body and "messages" not in body else "chat"
+        request, prompt = self._prepare(body, kind)
+        lookup = self._thread.cache.describe(
+            prompt.tokens, template_args=request.chat_template_kwargs)
+        decode = self.tokenizer.decode
+        return Inspection(
+            request=request,
+            options=request_options(request),
+            prompt_text=prompt.text,
+            token_ids=prompt.tokens,
+            token_strings=tuple(decode([t]) for t in prompt.tokens),
+            segments=prompt.segments,
+            cache=lookup,
+        )
+
+    def _crash_engine_thread(self, message: str = "engine thread crashed on purpose") -> None:
+        """Make the engine thread fail as an MLX error would (tests of the failure path)."""
+        self._thread.crash(message)
+
+
+def _cancel_when_abandoned(chunks: Iterator[dict], handle: RequestHandle) -> Iterator[dict]:
+    # A caller that stops reading a stream (break, exception, garbage) frees its slot.
+    try:
+        yield from chunks
+    finally:
+        if not handle.done:
+            handle.cancel()

@@ -1,0 +1,238 @@
+"""The engine thread: loads the model and does all MLX work, for the engine's whole life.
+
+MLX streams belong to the thread that made them, so one thread loads the model and evaluates
+it (DESIGN.md principle 3); other threads only put jobs on ``inbox``, read their event queues
+and set cancel flags. If the thread dies, every waiting request gets an ``Error`` at once and
+``alive`` turns False; ``stop`` joins it cleanly so interpreter exit never hangs or aborts.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from queue import Empty, SimpleQueue
+from typing import Any, Callable
+
+import mlx.core as mx
+
+from ._config import EngineConfig
+from .errors import EngineError
+from .events import Error
+from .model_info import ModelInfo, describe_model
+from .prompt_cache import PromptCache
+from .reply_stream import load_stream_filter
+from .scheduler import Job, Scheduler
+
+__all__ = ["EngineThread", "FinishedTrace"]
+
+log = logging.getLogger(__name__)
+
+_TRACES_KEPT = 16
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedTrace:
+    """What ``Engine.trace`` needs to replay a finished request's delta stream."""
+
+    deltas: tuple[str, ...]
+    family: Any
+    tools: list | None
+    starts_in_reasoning: bool | None
+
+
+class _Call:
+    """Run ``fn`` on the engine thread and hand back its result (or exception)."""
+
+    __slots__ = ("fn", "result", "done")
+
+    def __init__(self, fn: Callable[[], Any]):
+        self.fn = fn
+        self.result: Any = None
+        self.done = threading.Event()
+
+
+class _Crash(Exception):
+    """Raised on the engine thread on purpose (``crash``), to exercise the failure path."""
+
+
+def _resolve(config: EngineConfig) -> Path:
+    from .model_store import resolve_model
+
+    return Path(resolve_model(config.model_spec, dtype=config.dtype, progress=config.progress))
+
+
+class EngineThread:
+    """Owns the model, the prompt cache and the scheduler (see module docstring)."""
+
+    def __init__(self, config: EngineConfig):
+        self.config = config
+        self.inbox: SimpleQueue = SimpleQueue()
+        self.model_info: ModelInfo | None = None
+        self.tokenizer = None
+        self.cache = PromptCache(max_bytes=config.prompt_cache_bytes,
+                                 max_entries=config.prompt_cache_entries)
+        self.alive = False
+        self.death: str | None = None
+        self.active = 0
+        self.traces: OrderedDict[str, FinishedTrace] = OrderedDict()
+        self._stopping = False
+        self._ready = threading.Event()
+        self._load_error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="mlx-notebook-engine",
+                                        daemon=True)
+
+    # -- caller side -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the thread and block until the model is loaded (or raise its load error)."""
+        self._thread.start()
+        self._ready.wait()
+        if self._load_error is not None:
+            self._thread.join()
+            raise self._load_error
+
+    def submit(self, job: Job) -> None:
+        self.inbox.put(job)
+        if not self.alive:  # died between the caller's check and the put: fail it now
+            job.out.put(Error(self._dead_message(), "server_error"))
+
+    def call(self, fn: Callable[[], Any], timeout: float | None = None) -> Any:
+        """Run ``fn`` on the engine thread (between decode steps) and return its result."""
+        call = _Call(fn)
+        self.inbox.put(call)
+        while not call.done.wait(0.1 if timeout is None else timeout):
+            if not self.alive:
+                raise EngineError(self._dead_message())
+            if timeout is not None:
+                raise EngineError("The engine thread did not answer in time.")
+        if isinstance(call.result, BaseException):
+            raise call.result
+        return call.result
+
+    def crash(self, message: str = "engine thread crashed on purpose") -> None:
+        """Make the engine thread fail as if MLX raised (used by tests of the failure path)."""
+        self.inbox.put(_Crash(message))
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Cancel everything, stop the thread and join it."""
+        self._stopping = True
+        self.inbox.put(None)  # wake a thread blocked on an empty inbox
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    def _dead_message(self) -> str:
+        if self.death:
+            return f"The engine thread stopped ({self.death}); start a new Engine."
+        return "The engine is closed; start a new Engine."
+
+    # -- engine thread -------------------------------------------------------------------------
+    def _main(self) -> None:
+        try:
+            self._load()
+        except BaseException as e:  # surfaced in start() on the caller's thread
+            self._load_error = e
+            self._ready.set()
+            return
+        self.alive = True
+        self._ready.set()
+        scheduler = None
+        try:
+            scheduler = Scheduler(self.model, self.tokenizer, self.config, self.cache,
+                                  load_stream_filter(), self._on_done)
+            self._loop(scheduler)
+        except BaseException as e:
+            self.death = f"{type(e).__name__}: {e}"
+            log.exception("engine thread died")
+        finally:
+            self.alive = False
+            self._shutdown(scheduler)
+
+    def _load(self) -> None:
+        from mlx_lm import load
+
+        path = _resolve(self.config)
+        tokenizer_config = {}
+        if self.config.chat_template:
+            tokenizer_config["chat_template"] = self.config.chat_template
+        model, tokenizer, model_config = load(
+            str(path), tokenizer_config=tokenizer_config,
+            adapter_path=self.config.adapter_path, return_config=True,
+        )
+        self.model = model
+        self.tokenizer = tokenizer
+        self.model_info = describe_model(model, tokenizer, model_config, path,
+                                         self.config.model_spec)
+
+    def _loop(self, scheduler: Scheduler) -> None:
+        inbox = self.inbox
+        while not self._stopping:
+            if scheduler.idle:
+                try:
+                    self._handle(inbox.get(timeout=0.1), scheduler)
+                except Empty:
+                    continue
+            while not inbox.empty():
+                self._handle(inbox.get_nowait(), scheduler)
+            self.active = len(scheduler.active)
+            if not scheduler.idle:
+                scheduler.step()
+                self.active = len(scheduler.active)
+
+    def _handle(self, message, scheduler: Scheduler) -> None:
+        if isinstance(message, Job):
+            try:
+                scheduler.add(message)
+            except Exception as e:  # a bad job fails alone
+                log.exception("could not schedule %s", message.request_id)
+                message.out.put(Error(f"Could not schedule the request: {e}"))
+        elif isinstance(message, _Call):
+            try:
+                message.result = message.fn()
+            except BaseException as e:
+                message.result = e
+            message.done.set()
+        elif isinstance(message, _Crash):
+            raise message
+
+    def _on_done(self, job: Job, reply) -> None:
+        f = reply.filter
+        self.traces[job.request_id] = FinishedTrace(
+            tuple(reply.deltas),
+            f.family if f is not None else None,
+            list(job.request.tools) if job.request.tools else None,
+            f.starts_in_reasoning if f is not None else None,
+        )
+        while len(self.traces) > _TRACES_KEPT:
+            self.traces.popitem(last=False)
+
+    def _shutdown(self, scheduler: Scheduler | None) -> None:
+        message = self._dead_message()
+        if scheduler is not None:
+            scheduler.fail_all(message)
+        # Anything queued after the last look gets its error too: nobody waits forever.
+        while True:
+            try:
+                item = self.inbox.get_nowait()
+            except Empty:
+                break
+            if isinstance(item, Job):
+                item.out.put(Error(message, "server_error"))
+            elif isinstance(item, _Call):
+                item.result = EngineError(message)
+                item.done.set()
+        try:
+            if scheduler is not None:
+                scheduler.close()
+            self.cache.clear()
+            self.model = None
+            gc.collect()
+            mx.synchronize()
+            mx.clear_cache()
+        except Exception:  # shutting down: nothing left to tell
+            log.debug("engine shutdown cleanup failed", exc_info=True)
+        self.active = 0
+        time.sleep(0)

@@ -1,0 +1,143 @@
+"""Rendering: turn an admitted request into prompt text, token ids and cache segments.
+
+Follows ``mlx_lm.server``'s ``_tokenize`` so that the same body gives the same tokens (the
+parity harness checks it): chat template via the tokenizer wrapper, its role-mapping
+fallback for tokenizers without a template, and the same segmentation (system prompt, the
+conversation, a short thinking tail) that decides where prompt-cache snapshots are taken.
+DeepSeek-V4 has no Jinja template; its programmatic encoder renders instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .admission import GenerationRequest
+from .errors import EngineRequestError
+
+__all__ = ["Segment", "RenderedPrompt", "render"]
+
+# Tokens after the last <think> that still count as the "thinking tail" segment; the same
+# window mlx_lm.server uses so both cut their prompt-cache snapshots at the same place.
+_THINKING_TAIL_WINDOW = 11
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A run of prompt tokens ``[start, end)``; the cache snapshots each segment's end."""
+
+    kind: str
+    """``system``, ``user`` (the conversation) or ``assistant`` (the generation prefix)."""
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedPrompt:
+    text: str
+    """The prompt exactly as the model reads it (special tokens included)."""
+    tokens: tuple[int, ...]
+    segments: tuple[Segment, ...]
+
+
+def _role_mapping_prompt(messages, role_mapping) -> str:
+    # mlx_lm.server's convert_chat, for tokenizers without a chat template.
+    from mlx_lm.server import convert_chat
+
+    return convert_chat([dict(m) for m in messages], role_mapping)
+
+
+def _template_messages(request: GenerationRequest) -> list[dict]:
+    # OpenAI's "developer" role is a system prompt to every open chat template.
+    return [
+        {**m, "role": "system"} if m["role"] == "developer" else dict(m)
+        for m in request.messages
+    ]
+
+
+def _chat_text(request: GenerationRequest, tokenizer, model_type: str) -> str:
+    messages = _template_messages(request)
+    kwargs = request.template_kwargs
+    if model_type == "deepseek_v4":
+        from .prompt_encoders.deepseek_v4 import encode_messages
+
+        return encode_messages(
+            messages,
+            tools=list(request.tools) if request.tools else None,
+            thinking=bool(kwargs.get("enable_thinking", kwargs.get("thinking", True))),
+            reasoning_effort=kwargs.get("reasoning_effort"),
+        )
+    try:
+        return tokenizer.apply_chat_template(
+            messages,
+            tools=list(request.tools) if request.tools else None,
+            add_generation_prompt=True,
+            tokenize=False,
+            **kwargs,
+        )
+    except EngineRequestError:
+        raise
+    except Exception as e:  # jinja raises on templates' own checks (roles, alternation)
+        raise EngineRequestError(
+            f"The chat template rejected these messages: {e}", param="messages"
+        ) from e
+
+
+def _segments(request, tokenizer, tokens: list[int], kwargs: dict[str, Any]) -> tuple:
+    """System / conversation / thinking-tail split, as mlx_lm.server computes it."""
+    n = len(tokens)
+    messages = request.messages
+    if messages[-1]["role"] != "user":
+        return (Segment("assistant", 0, n),)
+    sys_end = 0
+    num_system = 0
+    for m in messages:
+        if m["role"] not in ("system", "developer"):
+            break
+        num_system += 1
+    if num_system:
+        head = _template_messages(request)[:num_system] + [{"role": "user", "content": ""}]
+        try:
+            sys_text = tokenizer.apply_chat_template(
+                head, tools=list(request.tools) if request.tools else None,
+                add_generation_prompt=False, tokenize=False, **kwargs,
+            )
+            sys_tokens = tokenizer.encode(sys_text, add_special_tokens=False)
+        except Exception:  # a template that refuses an empty user turn: no system segment
+            sys_tokens = []
+        for i, (a, b) in enumerate(zip(sys_tokens, tokens)):
+            if a != b:
+                sys_end = i
+                break
+        if not 0 < sys_end < n:
+            sys_end = 0
+    tail_start = n
+    if tokenizer.has_thinking:
+        think = tokenizer.rfind_think_start(tokens, start=n - _THINKING_TAIL_WINDOW)
+        if think >= 0:
+            tail_start = think
+    segments = []
+    if sys_end:
+        segments.append(Segment("system", 0, sys_end))
+    if sys_end < tail_start:
+        segments.append(Segment("user", sys_end, tail_start))
+    if tail_start < n:
+        segments.append(Segment("assistant", tail_start, n))
+    return tuple(segments) or (Segment("assistant", 0, n),)
+
+
+def render(request: GenerationRequest, tokenizer, *, model_type: str = "") -> RenderedPrompt:
+    """Render and tokenize ``request`` for ``tokenizer`` (an mlx-lm TokenizerWrapper)."""
+    if request.kind == "completion":
+        tokens = tokenizer.encode(request.prompt)
+        return RenderedPrompt(request.prompt, tuple(tokens), (Segment("assistant", 0, len(tokens)),))
+    if model_type != "deepseek_v4" and not tokenizer.has_chat_template:
+        text = _role_mapping_prompt(request.messages, request.role_mapping)
+        tokens = tokenizer.encode(text)
+        return RenderedPrompt(text, tuple(tokens), (Segment("assistant", 0, len(tokens)),))
+    text = _chat_text(request, tokenizer, model_type)
+    tokens = tokenizer.encode(text, add_special_tokens=False)
+    if not tokens:
+        raise EngineRequestError("The rendered prompt is empty.", param="messages")
+    segments = _segments(request, tokenizer, tokens, request.template_kwargs)
+    return RenderedPrompt(text, tuple(tokens), segments)

@@ -1,0 +1,192 @@
+"""One request's output on the engine thread: tokens in, typed events out.
+
+Per generated token: streaming detokenizer (mlx-lm's) → stop-string guard → the one
+``StreamFilter`` (chat only) → events on the caller's queue. This is the per-token Python
+path, so it stays thin: no per-token syncs beyond mlx-lm's own, logprob work only when asked.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from queue import SimpleQueue
+
+import mlx.core as mx
+
+from .admission import GenerationRequest
+from .events import (
+    ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, Started, TokenLogprobs,
+    ToolCall, Usage,
+)
+
+__all__ = ["ReplyStream", "load_stream_filter"]
+
+
+def load_stream_filter():
+    """The StreamFilter class, or None while the parsing package is not installed."""
+    try:
+        from .parsing import StreamFilter
+    except ImportError:
+        return None
+    return StreamFilter
+
+
+class _StopGuard:
+    """Holds back text that could still grow into a stop string; finds a complete one."""
+
+    def __init__(self, stops: tuple[str, ...]):
+        self.stops = stops
+        self.held = ""
+
+    def push(self, text: str) -> tuple[str, bool]:
+        """(text safe to emit, whether a stop string completed)."""
+        text = self.held + text
+        hits = [i for i in (text.find(s) for s in self.stops) if i >= 0]
+        if hits:
+            self.held = ""
+            return text[: min(hits)], True
+        keep = 0
+        for s in self.stops:
+            for k in range(min(len(s) - 1, len(text)), keep, -1):
+                if text.endswith(s[:k]):
+                    keep = k
+                    break
+        self.held = text[len(text) - keep:] if keep else ""
+        return text[: len(text) - keep], False
+
+    def flush(self) -> str:
+        text, self.held = self.held, ""
+        return text
+
+
+class ReplyStream:
+    """Turns one request's tokens into events on ``out`` (engine-thread only)."""
+
+    def __init__(self, request_id: str, request: GenerationRequest, prompt, tokenizer,
+                 out: SimpleQueue, filter_class):
+        self.request_id = request_id
+        self.request = request
+        self.tokenizer = tokenizer
+        self.out = out
+        self.prompt_tokens = len(prompt.tokens)
+        self.cached_tokens = 0
+        self.completion_tokens = 0
+        self.detok = tokenizer.detokenizer
+        self.guard = _StopGuard(request.stop) if request.stop else None
+        self.filter = (
+            filter_class.for_tokenizer(
+                tokenizer, prompt.text, tools=list(request.tools) if request.tools else None)
+            if filter_class is not None and request.kind == "chat" else None
+        )
+        self.deltas: list[str] = []
+        self.tool_calls = 0
+        self.finished = False
+        self.t_scheduled = time.perf_counter()
+        self.t_first = 0.0
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self, cached_tokens: int) -> None:
+        self.cached_tokens = cached_tokens
+        self.out.put(Started(self.request_id, self.prompt_tokens, cached_tokens))
+
+    def on_token(self, token: int, logprobs, finish_reason: str | None) -> bool:
+        """Handle one generated token; True when a stop string ended the reply early."""
+        self.completion_tokens += 1
+        if self.completion_tokens == 1:
+            self.t_first = time.perf_counter()
+        if self.request.logprobs:
+            self._logprobs(token, logprobs)
+        detok = self.detok
+        if finish_reason == "stop":
+            # The stop token itself is not shown (as mlx_lm.server), nor a stop string's head.
+            detok.finalize()
+            if self.guard is not None:
+                text, _ = self.guard.push(detok.last_segment)
+                self.guard.held = ""
+                self._emit(text)
+            else:
+                self._emit(detok.last_segment)
+            return False
+        detok.add_token(token)
+        if finish_reason == "length":
+            detok.finalize()
+        text = detok.last_segment
+        if self.guard is not None:
+            text, stopped = self.guard.push(text)
+            if finish_reason == "length" and not stopped:
+                text += self.guard.flush()
+            self._emit(text)
+            return stopped
+        if text:
+            self._emit(text)
+        return False
+
+    def finish(self, reason: str) -> None:
+        """Flush the filter, then Usage and Finished (``reason`` as the scheduler saw it)."""
+        if self.finished:
+            return
+        self.finished = True
+        if self.filter is not None:
+            self._publish(self.filter.finish())
+        if reason == "stop" and self.tool_calls:
+            reason = "tool_calls"
+        now = time.perf_counter()
+        first = self.t_first or now
+        prefill = self.prompt_tokens - self.cached_tokens
+        decode_time = now - first
+        self.out.put(Usage(
+            prompt_tokens=self.prompt_tokens,
+            cached_tokens=self.cached_tokens,
+            completion_tokens=self.completion_tokens,
+            time_to_first_token=first - self.t_scheduled,
+            prefill_tokens_per_second=prefill / max(first - self.t_scheduled, 1e-9),
+            decode_tokens_per_second=(
+                (self.completion_tokens - 1) / decode_time if decode_time > 0 else 0.0
+            ),
+            peak_memory=int(mx.get_peak_memory()),
+        ))
+        self.out.put(Finished(reason))
+
+    def fail(self, message: str, type: str = "server_error") -> None:
+        if not self.finished:
+            self.finished = True
+            self.out.put(Error(message, type))
+
+    # -- text -----------------------------------------------------------------------------
+    def _emit(self, text: str) -> None:
+        if not text:
+            return
+        self.deltas.append(text)
+        if self.filter is None:
+            self.out.put(ContentDelta(text))
+        else:
+            self._publish(self.filter.feed(text))
+
+    def _publish(self, events) -> None:
+        put = self.out.put
+        for e in events:
+            kind = e.kind
+            if kind == "content":
+                put(ContentDelta(e.text))
+            elif kind == "reasoning":
+                put(ReasoningDelta(e.text))
+            elif kind == "tool_call":
+                put(ToolCall(
+                    index=self.tool_calls, id=f"call_{uuid.uuid4().hex[:24]}",
+                    name=e.name, arguments=dict(e.arguments or {}), text=e.text,
+                ))
+                self.tool_calls += 1
+            else:
+                put(ParseProblem(e.text, getattr(e, "message", "") or "unparsed markup"))
+
+    def _logprobs(self, token: int, logprobs) -> None:
+        decode = self.tokenizer.decode
+        top = ()
+        k = self.request.top_logprobs
+        if k > 0:
+            idx = mx.argpartition(-logprobs, kth=k - 1)[:k]
+            vals = logprobs[idx].tolist()
+            ids = idx.tolist()
+            pairs = sorted(zip(ids, vals), key=lambda p: -p[1])
+            top = tuple((decode([i]), v) for i, v in pairs)
+        self.out.put(TokenLogprobs(token, decode([token]), logprobs[token].item(), top))

@@ -1,0 +1,67 @@
+"""A caller's handle on one submitted request: its events, its cancel flag, its state."""
+
+from __future__ import annotations
+
+from queue import Empty
+from typing import Iterator
+
+from .admission import GenerationRequest
+from .events import EngineEvent, Error, Finished
+from .rendering import RenderedPrompt
+from .scheduler import Job
+
+__all__ = ["RequestHandle"]
+
+# How often a blocked reader re-checks that the engine thread is still alive. Events arrive
+# without waiting for it; it only bounds how long a reader could wait on a dead thread.
+_LIVENESS_POLL_SECONDS = 0.5
+
+
+class RequestHandle:
+    """Read ``events()`` once, from one thread; ``cancel()`` from any thread."""
+
+    def __init__(self, job: Job, engine_thread):
+        self._job = job
+        self._thread = engine_thread
+        self._done = False
+
+    @property
+    def id(self) -> str:
+        return self._job.request_id
+
+    @property
+    def request(self) -> GenerationRequest:
+        """The admitted request: every option with its default filled in."""
+        return self._job.request
+
+    @property
+    def prompt(self) -> RenderedPrompt:
+        return self._job.prompt
+
+    @property
+    def done(self) -> bool:
+        """True once ``events()`` has delivered Finished or Error."""
+        return self._done
+
+    def cancel(self) -> None:
+        """Stop generating; takes effect before the next decode step."""
+        self._job.cancel.set()
+
+    def events(self) -> Iterator[EngineEvent]:
+        """Typed events up to and including ``Finished`` or ``Error``."""
+        get = self._job.out.get
+        while not self._done:
+            try:
+                event = get(timeout=_LIVENESS_POLL_SECONDS)
+            except Empty:
+                if not self._thread.alive:
+                    self._done = True
+                    yield Error(self._thread._dead_message(), "server_error")
+                continue
+            if type(event) is Finished or type(event) is Error:
+                self._done = True
+            yield event
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else ("cancelled" if self._job.cancel.is_set() else "running")
+        return f"<RequestHandle {self.id} {self._job.request.kind} {state}>"

@@ -1,0 +1,232 @@
+"""OpenAI response shapes, built at the edge from a request's typed events.
+
+Field names, ``finish_reason`` values, tool-call objects and usage (with
+``prompt_tokens_details.cached_tokens``) follow ``mlx_lm.server``. Where the server departs
+from the OpenAI API we follow OpenAI: logprobs objects (``token``/``logprob``/``bytes``/
+``top_logprobs`` for chat, the legacy ``tokens``/``token_logprobs`` lists for completions)
+and the ``object`` of the final usage chunk (``chat.completion.chunk``/``text_completion``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from .admission import GenerationRequest
+from .errors import EngineRequestError
+from .events import (
+    ContentDelta, Error, Finished, ReasoningDelta, TokenLogprobs, ToolCall, Usage,
+)
+
+__all__ = [
+    "Collected", "collect", "chat_completion", "chat_chunks", "text_completion",
+    "completion_chunks", "system_fingerprint",
+]
+
+
+@functools.cache
+def system_fingerprint() -> str:
+    from mlx_lm.server import get_system_fingerprint
+
+    return get_system_fingerprint()
+
+
+@dataclass(slots=True)
+class Collected:
+    """A whole reply gathered from its events."""
+
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    logprobs: list[TokenLogprobs] = field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: str = "stop"
+
+
+def _raise(event: Error):
+    kind = event.type if event.type else "server_error"
+    raise EngineRequestError(event.message, type=kind)
+
+
+def collect(events: Iterable) -> Collected:
+    """Gather a reply; an ``Error`` event raises ``EngineRequestError``."""
+    out = Collected()
+    content, reasoning = [], []
+    for e in events:
+        t = type(e)
+        if t is ContentDelta:
+            content.append(e.text)
+        elif t is ReasoningDelta:
+            reasoning.append(e.text)
+        elif t is TokenLogprobs:
+            out.logprobs.append(e)
+        elif t is ToolCall:
+            out.tool_calls.append(e)
+        elif t is Usage:
+            out.usage = e
+        elif t is Finished:
+            out.finish_reason = e.reason
+        elif t is Error:
+            _raise(e)
+    out.content, out.reasoning = "".join(content), "".join(reasoning)
+    return out
+
+
+def _usage(u: Usage | None) -> dict:
+    if u is None:
+        return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
+                "prompt_tokens_details": {"cached_tokens": 0}}
+    return {
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.prompt_tokens + u.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": u.cached_tokens},
+    }
+
+
+def _tool_call(call: ToolCall, streaming: bool) -> dict:
+    out = {
+        "function": {"name": call.name,
+                     "arguments": json.dumps(call.arguments, ensure_ascii=False)},
+        "type": "function",
+        "id": call.id,
+    }
+    if streaming:
+        out["index"] = call.index
+    return out
+
+
+def _bytes(text: str) -> list[int]:
+    return list(text.encode("utf-8"))
+
+
+def _chat_logprobs(items: list[TokenLogprobs]) -> dict:
+    return {"content": [
+        {
+            "token": lp.token,
+            "logprob": lp.logprob,
+            "bytes": _bytes(lp.token),
+            "top_logprobs": [
+                {"token": t, "logprob": v, "bytes": _bytes(t)} for t, v in lp.top
+            ],
+        }
+        for lp in items
+    ]}
+
+
+def _text_logprobs(items: list[TokenLogprobs], offset: int = 0) -> dict:
+    offsets, pos = [], offset
+    for lp in items:
+        offsets.append(pos)
+        pos += len(lp.token)
+    return {
+        "tokens": [lp.token for lp in items],
+        "token_logprobs": [lp.logprob for lp in items],
+        "top_logprobs": [dict(lp.top) for lp in items] if any(lp.top for lp in items) else None,
+        "text_offset": offsets,
+    }
+
+
+def _head(request_id: str, obj: str, request: GenerationRequest, created: int) -> dict:
+    return {
+        "id": request_id,
+        "system_fingerprint": system_fingerprint(),
+        "object": obj,
+        "model": request.model,
+        "created": created,
+    }
+
+
+def chat_completion(events, *, request: GenerationRequest, request_id: str, created: int) -> dict:
+    """A ``chat.completion`` object."""
+    r = collect(events)
+    message = {"role": "assistant", "content": r.content or None}
+    if r.reasoning:
+        message[request.reasoning_field] = r.reasoning
+    if r.tool_calls:
+        message["tool_calls"] = [_tool_call(c, False) for c in r.tool_calls]
+    choice = {"index": 0, "finish_reason": r.finish_reason, "message": message}
+    if request.logprobs:
+        choice["logprobs"] = _chat_logprobs(r.logprobs)
+    return {**_head(request_id, "chat.completion", request, created),
+            "choices": [choice], "usage": _usage(r.usage)}
+
+
+def chat_chunks(events, *, request: GenerationRequest, request_id: str,
+                created: int) -> Iterator[dict]:
+    """``chat.completion.chunk`` objects: one per delta, a final one, then usage if asked."""
+    head = _head(request_id, "chat.completion.chunk", request, created)
+    pending: list[TokenLogprobs] = []
+    usage = None
+
+    def chunk(delta: dict, finish_reason=None) -> dict:
+        choice = {"index": 0, "finish_reason": finish_reason,
+                  "delta": {"role": "assistant", **delta}}
+        if request.logprobs and pending:
+            choice["logprobs"] = _chat_logprobs(pending)
+            pending.clear()
+        return {**head, "choices": [choice]}
+
+    for e in events:
+        t = type(e)
+        if t is ContentDelta:
+            yield chunk({"content": e.text})
+        elif t is ReasoningDelta:
+            yield chunk({request.reasoning_field: e.text})
+        elif t is ToolCall:
+            yield chunk({"tool_calls": [_tool_call(e, True)]})
+        elif t is TokenLogprobs:
+            pending.append(e)
+        elif t is Usage:
+            usage = e
+        elif t is Finished:
+            yield chunk({}, e.reason)
+        elif t is Error:
+            _raise(e)
+    if request.include_usage:
+        yield {**head, "choices": [], "usage": _usage(usage)}
+
+
+def text_completion(events, *, request: GenerationRequest, request_id: str, created: int) -> dict:
+    """A ``text_completion`` object."""
+    r = collect(events)
+    choice = {"index": 0, "finish_reason": r.finish_reason, "text": r.content}
+    if request.logprobs:
+        choice["logprobs"] = _text_logprobs(r.logprobs)
+    return {**_head(request_id, "text_completion", request, created),
+            "choices": [choice], "usage": _usage(r.usage)}
+
+
+def completion_chunks(events, *, request: GenerationRequest, request_id: str,
+                      created: int) -> Iterator[dict]:
+    """Streaming ``text_completion`` objects, then a usage chunk if asked."""
+    head = _head(request_id, "text_completion", request, created)
+    pending: list[TokenLogprobs] = []
+    offset = 0
+    usage = None
+
+    def chunk(text: str, finish_reason=None) -> dict:
+        nonlocal offset
+        choice = {"index": 0, "finish_reason": finish_reason, "text": text}
+        if request.logprobs:
+            choice["logprobs"] = _text_logprobs(pending, offset)
+            offset += sum(len(lp.token) for lp in pending)
+            pending.clear()
+        return {**head, "choices": [choice]}
+
+    for e in events:
+        t = type(e)
+        if t is ContentDelta or t is ReasoningDelta:
+            yield chunk(e.text)
+        elif t is TokenLogprobs:
+            pending.append(e)
+        elif t is Usage:
+            usage = e
+        elif t is Finished:
+            yield chunk("", e.reason)
+        elif t is Error:
+            _raise(e)
+    if request.include_usage:
+        yield {**head, "choices": [], "usage": _usage(usage)}

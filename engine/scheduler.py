@@ -1,0 +1,216 @@
+"""The scheduler: continuous batching of admitted requests on the engine thread.
+
+mlx-lm's ``BatchGenerator`` does the batched prefill and decode; this class feeds it jobs,
+takes prompt-cache snapshots where mlx_lm.server takes them (end of the system prompt and
+of the conversation, and the whole sequence when a reply ends), applies cancellations
+between decode steps, and hands each generated token to its request's ``ReplyStream``.
+Engine-thread only: nothing here is touched from another thread except a job's cancel flag.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from queue import SimpleQueue
+
+import mlx.core as mx
+from mlx_lm.generate import BatchGenerator, make_stop_sequences
+from mlx_lm.sample_utils import make_logits_processors, make_sampler
+
+from ._config import EngineConfig
+from .admission import GenerationRequest
+from .events import PrefillProgress
+from .prompt_cache import PromptCache
+from .rendering import RenderedPrompt
+from .reply_stream import ReplyStream
+
+__all__ = ["Job", "Scheduler"]
+
+log = logging.getLogger(__name__)
+
+_GREEDY = make_sampler(0.0)  # shared so an all-greedy batch samples in one call
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A rendered request on its way to the engine thread."""
+
+    request_id: str
+    request: GenerationRequest
+    prompt: RenderedPrompt
+    out: SimpleQueue
+    """Where the request's events go; the caller's handle reads it."""
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(slots=True)
+class _Active:
+    job: Job
+    reply: ReplyStream
+    snapshot_kinds: list[str]
+    """Segment kinds still to snapshot, last first (popped as segments complete)."""
+
+
+class Scheduler:
+    """Feeds jobs to a ``BatchGenerator`` and routes its output (see module docstring)."""
+
+    def __init__(self, model, tokenizer, config: EngineConfig, cache: PromptCache,
+                 filter_class, on_done):
+        self.tokenizer = tokenizer
+        self.config = config
+        self.cache = cache
+        self.filter_class = filter_class
+        self.on_done = on_done
+        """Called with (job, reply) when a request leaves the batch (for traces)."""
+        self.batch = BatchGenerator(
+            model,
+            completion_batch_size=config.decode_concurrency,
+            prefill_batch_size=config.prefill_concurrency,
+            prefill_step_size=config.prefill_step_size,
+            max_kv_size=config.max_kv_size,
+            # Not mlx-lm's thread-local generation_stream: using a thread-local stream
+            # from a non-main thread intermittently aborts the process at exit
+            # ("terminate called without an active exception", measured here).
+            stream=mx.new_stream(mx.default_device()),
+        )
+        self.active: dict[int, _Active] = {}
+        self._stop_sequences: dict[tuple[str, ...], object] = {}
+        self._xtc_special = tokenizer.encode("\n") + list(tokenizer.eos_token_ids)
+
+    @property
+    def idle(self) -> bool:
+        return not self.active
+
+    # -- admission onto the batch ----------------------------------------------------------
+    def _sampler(self, request: GenerationRequest):
+        s = request.sampling
+        if s.greedy and s.xtc_probability == 0:
+            return _GREEDY
+        return make_sampler(
+            s.temperature, top_p=s.top_p, top_k=s.top_k, min_p=s.min_p,
+            xtc_probability=s.xtc_probability, xtc_threshold=s.xtc_threshold,
+            xtc_special_tokens=self._xtc_special,
+        )
+
+    def _processors(self, request: GenerationRequest):
+        p = request.penalties
+        return make_logits_processors(
+            dict(p.logit_bias) if p.logit_bias else None,
+            p.repetition_penalty, p.repetition_context_size,
+            p.presence_penalty, p.presence_context_size,
+            p.frequency_penalty, p.frequency_context_size,
+        )
+
+    def _stops(self, stop: tuple[str, ...]):
+        seqs = self._stop_sequences.get(stop)
+        if seqs is None:
+            if len(self._stop_sequences) > 64:
+                self._stop_sequences.clear()
+            seqs = self._stop_sequences[stop] = make_stop_sequences(self.tokenizer, list(stop))
+        return seqs
+
+    def add(self, job: Job) -> None:
+        """Look up the prompt cache and put ``job`` on the batch."""
+        request, prompt = job.request, job.prompt
+        reply = ReplyStream(job.request_id, request, prompt, self.tokenizer, job.out,
+                            self.filter_class)
+        if job.cancel.is_set():
+            reply.start(0)
+            reply.finish("cancelled")
+            return
+        tokens = list(prompt.tokens)
+        cache, cached, _ = self.cache.fetch(
+            tokens, template_args=request.chat_template_kwargs, request_id=job.request_id)
+        segments, kinds = [], []
+        for seg in prompt.segments:
+            if seg.end > cached:
+                segments.append(tokens[max(seg.start, cached):seg.end])
+                kinds.append(seg.kind)
+        reply.start(cached)
+        if request.seed is not None:
+            mx.random.seed(request.seed)
+        (uid,) = self.batch.insert_segments(
+            segments=[segments],
+            max_tokens=[request.max_tokens],
+            caches=[cache],
+            all_tokens=[tokens[:cached]],
+            samplers=[self._sampler(request)],
+            logits_processors=[self._processors(request)],
+            stop_sequences=[self._stops(request.stop)],
+        )
+        del cache
+        self.active[uid] = _Active(job, reply, kinds[::-1])
+        # Room for the KV caches being decoded comes out of the prompt cache's budget.
+        self.cache.trim_to(self.config.prompt_cache_bytes - self.batch.prompt_cache_nbytes)
+
+    # -- one step ----------------------------------------------------------------------------
+    def step(self) -> None:
+        """One prefill chunk and/or one decode step for everything on the batch."""
+        self._apply_cancellations()
+        if not self.active:
+            return
+        prompt_responses, gen_responses = self.batch.next()
+        snapshot = []
+        for r in prompt_responses:
+            a = self.active.get(r.uid)
+            if a is None:
+                continue
+            a.job.out.put(PrefillProgress(*r.progress))
+            if r.end_of_segment and not r.end_of_prompt and a.snapshot_kinds:
+                snapshot.append(r.uid)
+        if snapshot:
+            for uid, (cache, tokens) in self.batch.extract_cache(snapshot).items():
+                a = self.active[uid]
+                self.cache.insert(tokens[:], cache, kind=a.snapshot_kinds.pop(),
+                                  template_args=a.job.request.chat_template_kwargs)
+        for r in gen_responses:
+            a = self.active.get(r.uid)
+            if a is None:
+                continue
+            try:
+                stopped = a.reply.on_token(r.token, r.logprobs, r.finish_reason)
+                if r.finish_reason is not None:
+                    self.cache.insert(r.all_tokens[:], r.prompt_cache, kind="assistant",
+                                      template_args=a.job.request.chat_template_kwargs)
+                    self._done(r.uid, r.finish_reason)
+                elif stopped:
+                    self._remove(r.uid, "stop")
+            except Exception as e:  # one request's failure must not take the batch down
+                log.exception("request %s failed", a.job.request_id)
+                self._remove(r.uid, None, error=f"Generation failed: {e}")
+
+    def _apply_cancellations(self) -> None:
+        for uid, a in list(self.active.items()):
+            if a.job.cancel.is_set():
+                self._remove(uid, "cancelled")
+
+    def _remove(self, uid: int, reason: str | None, error: str | None = None) -> None:
+        """Take ``uid`` off the batch mid-flight, keeping the KV cache it computed."""
+        a = self.active.get(uid)
+        caches = self.batch.remove([uid], return_prompt_caches=True)
+        if uid in caches and error is None:
+            cache, tokens = caches[uid]
+            if tokens:
+                self.cache.insert(tokens[:], cache, kind="assistant",
+                                  template_args=a.job.request.chat_template_kwargs)
+        if error is not None:
+            a.reply.fail(error)
+            self.active.pop(uid, None)
+            self.on_done(a.job, a.reply)
+        else:
+            self._done(uid, reason)
+
+    def _done(self, uid: int, reason: str) -> None:
+        a = self.active.pop(uid)
+        a.reply.finish(reason)
+        self.on_done(a.job, a.reply)
+
+    # -- shutdown ----------------------------------------------------------------------------
+    def fail_all(self, message: str, type: str = "server_error") -> None:
+        for a in self.active.values():
+            a.reply.fail(message, type)
+        self.active.clear()
+
+    def close(self) -> None:
+        self.batch.close()
