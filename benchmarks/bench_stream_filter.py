@@ -17,7 +17,7 @@ import time
 
 from mlx_notebook.engine.parsing import StreamFilter
 
-WORDS = "the model thinks about < and > signs, then answers in plain words".split()
+WORDS = ["the", "model", "thinks", "about", "<", "and", ">", "signs,", "then", "answers", "in", "plain", "words"]
 
 
 def _words(n_tokens: int) -> list[str]:

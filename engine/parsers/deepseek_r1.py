@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call"]
+__all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
 
 tool_call_start = "<｜tool▁calls▁begin｜>"
 tool_call_end = "<｜tool▁calls▁end｜>"
@@ -33,10 +33,8 @@ _SEP = "<｜tool▁sep｜>"
 def parse_tool_call(text: str, tools: Any | None = None) -> list[dict[str, Any]]:
     """Parse the calls inside one ``<｜tool▁calls▁begin｜>`` block (markers tolerated)."""
     body = text.strip()
-    if body.startswith(tool_call_start):
-        body = body[len(tool_call_start):]
-    if body.endswith(tool_call_end):
-        body = body[: -len(tool_call_end)]
+    body = body.removeprefix(tool_call_start)
+    body = body.removesuffix(tool_call_end)
     calls = []
     pos = 0
     while True:
@@ -74,7 +72,7 @@ def _parse_call(call: str) -> dict[str, Any]:
         raise ValueError("a DeepSeek tool call has no function name")
     arguments = json.loads(args) if args.strip() else {}
     if not isinstance(arguments, dict):
-        raise ValueError(f"the arguments of {name!r} are not a JSON object")
+        raise ValueError(f"the arguments of {name!r} are not a JSON object")  # noqa: TRY004
     return {"name": name, "arguments": arguments}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from .gemma4 import read_calls
 
-__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call"]
+__all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
 
 tool_call_start = "<start_function_call>"
 tool_call_end = "<end_function_call>"
@@ -24,10 +24,8 @@ _ESCAPE = "<escape>"
 
 def parse_tool_call(text: str, tools: Any | None = None):
     body = text.strip()
-    if body.startswith(tool_call_start):
-        body = body[len(tool_call_start):]
-    if body.endswith(tool_call_end):
-        body = body[: -len(tool_call_end)]
+    body = body.removeprefix(tool_call_start)
+    body = body.removesuffix(tool_call_end)
     raw = read_calls(body, _ESCAPE)
     calls = [
         {"name": c["name"], "arguments": _typed(c["name"], c["arguments"], tools)} for c in raw

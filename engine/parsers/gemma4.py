@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call", "read_calls"]
+__all__ = ["parse_tool_call", "read_calls", "tool_call_end", "tool_call_start"]
 
 tool_call_start = "<|tool_call>"
 tool_call_end = "<tool_call|>"
@@ -27,10 +27,8 @@ _CALL = "call:"
 
 def parse_tool_call(text: str, tools: Any | None = None):
     body = text.strip()
-    if body.startswith(tool_call_start):
-        body = body[len(tool_call_start):]
-    if body.endswith(tool_call_end):
-        body = body[: -len(tool_call_end)]
+    body = body.removeprefix(tool_call_start)
+    body = body.removesuffix(tool_call_end)
     calls = read_calls(body, _QUOTE)
     return calls[0] if len(calls) == 1 else calls
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call"]
+__all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
 
 tool_call_start = "<|tool_calls_section_begin|>"
 tool_call_end = "<|tool_calls_section_end|>"
@@ -52,12 +52,11 @@ def _parse_call(call: str) -> dict[str, Any]:
     name, colon, index = call_id.rpartition(":")
     if not colon or not index.strip().isdigit() or not name:
         raise ValueError(f"malformed call id {call_id!r} (expected functions.<name>:<n>)")
-    if name.startswith("functions."):
-        name = name[len("functions."):]
+    name = name.removeprefix("functions.")
     try:
         arguments = json.loads(args) if args.strip() else {}
     except json.JSONDecodeError as exc:
         raise ValueError(f"the arguments of {name!r} are not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
-        raise ValueError(f"the arguments of {name!r} are not a JSON object")
+        raise ValueError(f"the arguments of {name!r} are not a JSON object")  # noqa: TRY004
     return {"id": call_id, "name": name, "arguments": arguments}

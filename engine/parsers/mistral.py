@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call"]
+__all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
 
 tool_call_start = "[TOOL_CALLS]"
 tool_call_end = ""
@@ -37,7 +37,7 @@ def _parse_list(body: str) -> list[dict[str, Any]]:
     calls = []
     for item in payload:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise ValueError("a call in the list has no name")
+            raise ValueError("a call in the list has no name")  # noqa: TRY004
         arguments = item.get("arguments", {})
         if isinstance(arguments, str):
             arguments = json.loads(arguments)
@@ -65,11 +65,10 @@ def _parse_named(body: str) -> dict[str, Any]:
         if not stop:
             raise ValueError("no arguments after the call id")
         call_id, rest = rest[: min(stop)].strip(), rest[min(stop):]
-    if rest.startswith(_ARGS):
-        rest = rest[len(_ARGS):]
-    arguments, end = json.JSONDecoder().raw_decode(rest.lstrip())
+    rest = rest.removeprefix(_ARGS)
+    arguments, _end = json.JSONDecoder().raw_decode(rest.lstrip())
     if not isinstance(arguments, dict):
-        raise ValueError(f"the arguments of {name!r} are not a JSON object")
+        raise ValueError(f"the arguments of {name!r} are not a JSON object")  # noqa: TRY004
     call = {"name": name, "arguments": arguments}
     if call_id:
         call["id"] = call_id

@@ -16,7 +16,7 @@ import ast
 import math
 from typing import Any
 
-__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call"]
+__all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
 
 tool_call_start = "<|tool_call_start|>"
 tool_call_end = "<|tool_call_end|>"

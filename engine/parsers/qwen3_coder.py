@@ -16,7 +16,7 @@ import ast
 import json
 from typing import Any
 
-__all__ = ["tool_call_start", "tool_call_end", "parse_tool_call"]
+__all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
 
 tool_call_start = "<tool_call>"
 tool_call_end = "</tool_call>"
@@ -66,10 +66,8 @@ def _parse_function(body: str, tools: Any) -> dict[str, Any]:
         value_end = min(ends) if ends else len(body)
         value = body[key_end + 1: value_end]
         # The template writes each value on its own lines: drop that one newline each side.
-        if value.startswith("\n"):
-            value = value[1:]
-        if value.endswith("\n"):
-            value = value[:-1]
+        value = value.removeprefix("\n")
+        value = value.removesuffix("\n")
         arguments[key] = _convert(value, schema.get(key))
         pos = body.find(_PARAM, value_end)
     return {"name": name, "arguments": arguments}

@@ -5,29 +5,29 @@ Public surface: ``StreamFilter`` (streaming), ``parse_output`` (the buffered ora
 ``trace``/``Trace`` (the parser debugger: one row per chunk, ``diff()`` against the oracle).
 """
 
-from ._families import FAMILIES, Family, ToolMarker, family_names, get_family
 from ._event import Event, merge_events
+from ._families import FAMILIES, Family, ToolMarker, family_names, get_family
 from ._stream_filter import ParsedOutput, StreamFilter, parse_output
 from ._tokenizer_family import family_for_tokenizer, prompt_starts_in_reasoning
 from ._trace import Trace, TraceDifference, TraceRow, trace
 
 __all__ = [
-    "StreamFilter",
-    "parse_output",
-    "Event",
-    "ParsedOutput",
-    "merge_events",
-    "Family",
-    "ToolMarker",
     "FAMILIES",
+    "Event",
+    "Family",
+    "ParsedOutput",
+    "StreamFilter",
+    "ToolMarker",
+    "Trace",
+    "TraceDifference",
+    "TraceRow",
+    "family_for_tokenizer",
     "family_names",
     "get_family",
-    "family_for_tokenizer",
+    "merge_events",
+    "parse_output",
     "prompt_starts_in_reasoning",
     "trace",
-    "Trace",
-    "TraceRow",
-    "TraceDifference",
 ]
 
 for _name in __all__:

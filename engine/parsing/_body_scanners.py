@@ -8,7 +8,7 @@ flags, so streaming costs O(delta) per feed, never a re-parse of the whole body.
 
 from __future__ import annotations
 
-__all__ = ["JsonValueScanner", "BareCallScanner", "make_scanner"]
+__all__ = ["BareCallScanner", "JsonValueScanner", "make_scanner"]
 
 
 class JsonValueScanner:
@@ -21,7 +21,7 @@ class JsonValueScanner:
         s.feed('ris"} trailing')                  # -> 5 (chars of this feed in the call)
     """
 
-    __slots__ = ("_depth", "_string", "_escape", "_header", "_quotes")
+    __slots__ = ("_depth", "_escape", "_header", "_quotes", "_string")
 
     def __init__(self, quotes: str = '"', depth: int = 0) -> None:
         self._depth = depth  # 1 when the opening bracket was the marker itself

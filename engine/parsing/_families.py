@@ -13,7 +13,7 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-__all__ = ["Family", "ToolMarker", "FAMILIES", "get_family", "family_names"]
+__all__ = ["FAMILIES", "Family", "ToolMarker", "family_names", "get_family"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ class Family:
         return _load_parser(self.parser)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_parser(name: str) -> ModuleType:
     """Our parser module ``name`` if we have one, else mlx-lm's (looked up once per name)."""
     try:

@@ -28,7 +28,7 @@ from ._event import Event, merge_events
 from ._families import Family, ToolMarker, get_family
 from ._tool_calls import CallProblem, normalize_tools, parse_calls
 
-__all__ = ["StreamFilter", "ParsedOutput", "parse_output"]
+__all__ = ["ParsedOutput", "StreamFilter", "parse_output"]
 
 # Filter modes, shown as "state" in traces. UNDECIDED: the caller did not say whether the
 # prompt opened reasoning, so text is held until the output itself says (see StreamFilter).
@@ -271,7 +271,7 @@ class StreamFilter:
         raw = marker.start + body + self._end_used
         try:
             calls = parse_calls(self.family, raw if marker.keep else body, self.tools)
-        except Exception as exc:  # any parser failure on model output is a problem, not a crash
+        except Exception as exc:  # noqa: BLE001 -- a parser failure on model output is a problem
             if marker.is_soft:
                 self._give_back(raw)  # "[a link]" or "call: me" was text, not calls
                 return

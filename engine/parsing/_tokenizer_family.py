@@ -32,7 +32,7 @@ _FAMILY_OF_PARSER = {
     "longcat": "longcat",
 }
 
-_cache: "weakref.WeakKeyDictionary[Any, Family]" = weakref.WeakKeyDictionary()
+_cache: weakref.WeakKeyDictionary[Any, Family] = weakref.WeakKeyDictionary()
 
 
 def family_for_tokenizer(tokenizer: Any) -> Family:
@@ -53,7 +53,11 @@ def family_for_tokenizer(tokenizer: Any) -> Family:
 
 
 def _detect(tokenizer: Any) -> Family:
-    from mlx_lm.tokenizer_utils import TokenizerWrapper, _infer_thinking, _infer_tool_parser
+    from mlx_lm.tokenizer_utils import (
+        TokenizerWrapper,
+        _infer_thinking,
+        _infer_tool_parser,
+    )
 
     if isinstance(tokenizer, TokenizerWrapper):
         hf = tokenizer._tokenizer

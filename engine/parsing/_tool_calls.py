@@ -13,7 +13,7 @@ from typing import Any
 
 from ._families import Family
 
-__all__ = ["parse_calls", "normalize_tools", "CallProblem"]
+__all__ = ["CallProblem", "normalize_tools", "parse_calls"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ def normalize_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] 
 
 def _normalize_call(call: Any) -> dict[str, Any]:
     if not isinstance(call, dict):
-        raise ValueError(f"expected a call object, got {type(call).__name__}")
+        raise ValueError(f"expected a call object, got {type(call).__name__}")  # noqa: TRY004
     name = call.get("name")
     if "arguments" in call:
         arguments = call["arguments"]
@@ -86,7 +86,7 @@ def _normalize_call(call: Any) -> dict[str, Any]:
     if not isinstance(name, str) or not name:
         raise ValueError("the call has no function name")
     if not isinstance(arguments, dict):
-        raise ValueError(f"the arguments of {name!r} are not an object")
+        raise ValueError(f"the arguments of {name!r} are not an object")  # noqa: TRY004
     if name == "unknown" and set(arguments) == {"raw"}:
         # mlx-lm's glm47 parser labels text it could not read this way.
         raise ValueError("no function name or arguments could be read")

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import html
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-from ._families import Family, get_family
 from ._event import Event, merge_events
+from ._families import Family, get_family
 from ._stream_filter import ParsedOutput, StreamFilter, parse_output
 
-__all__ = ["trace", "Trace", "TraceRow", "TraceDifference"]
+__all__ = ["Trace", "TraceDifference", "TraceRow", "trace"]
 
 FINISH = "(finish)"
 

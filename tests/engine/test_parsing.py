@@ -7,7 +7,6 @@ every streaming chunking is then checked against the buffered parse.
 import random
 
 import pytest
-
 from mlx_notebook.engine.parsing import (
     FAMILIES,
     Event,

@@ -1,8 +1,13 @@
 """The stream filter's guarantees, one test per family over ``parsing_cases.samples``."""
 
 import pytest
-
-from mlx_notebook.engine.parsing import FAMILIES, Event, StreamFilter, merge_events, parse_output
+from mlx_notebook.engine.parsing import (
+    FAMILIES,
+    Event,
+    StreamFilter,
+    merge_events,
+    parse_output,
+)
 from parsing_cases.samples import CALLS
 
 FAMILIES_WITH_TOOLS = sorted(CALLS)

@@ -2,7 +2,6 @@
 greedy replies (DESIGN.md's test asset), token by token as the engine sees them."""
 
 import pytest
-
 from mlx_notebook.engine.parsing import StreamFilter, merge_events, parse_output, trace
 
 pytestmark = pytest.mark.model
@@ -11,7 +10,6 @@ pytestmark = pytest.mark.model
 @pytest.fixture(scope="module")
 def reasoner():
     from mlx_lm import load
-
     from mlx_notebook.engine.model_store import resolve_model
     from mlx_notebook.engine.tiny_reasoner import load_scripts
 
@@ -43,7 +41,7 @@ def test_every_scripted_reply_parses_the_same_token_by_token(reasoner):
 
 
 def test_tool_call_script_gives_its_calls(reasoner):
-    _, tokenizer, scripts = reasoner
+    _, _, scripts = reasoner
     out = parse_output(scripts["parallel_tool_calls"]["reply"], "qwen3")
     assert [c["name"] for c in out.tool_calls] == ["get_weather", "get_weather"]
     assert out.reasoning.strip().startswith("Two cities")

@@ -1,14 +1,12 @@
 """StreamFilter.for_tokenizer: the family and starting state come from the model's files."""
 
-import json
 from pathlib import Path
 
 import pytest
 from mlx_lm.tokenizer_utils import load as load_tokenizer
+from mlx_notebook.engine.parsing import Event, StreamFilter, family_for_tokenizer
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
-
-from mlx_notebook.engine.parsing import Event, StreamFilter, family_for_tokenizer
 
 QWEN3_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"

@@ -4,11 +4,10 @@ import dataclasses
 
 import pytest
 from mlx_lm.tokenizer_utils import load as load_tokenizer
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast
-
 from mlx_notebook.engine.parsing import Event, Trace, parse_output, trace
 from parsing_cases import core, families
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
 
 REPLY = '<think>Is 2<3?</think>Yes 😀 <tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>'
 SPECIALS = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_end|>"]

@@ -60,8 +60,8 @@ CASES = [
      f"Let me check.\n<tool_call>\n{WEATHER}\n</tool_call>\nDone.", {},
      expect(content="Let me check.\n\nDone.", tool_calls=[PARIS])),
     ("qwen3_think_then_two_calls", "qwen3",
-     f"<think>Need weather and time.</think>\n\n<tool_call>\n{WEATHER}\n</tool_call>\n"
-     f"<tool_call>\n{TIME}\n</tool_call>", {},
+     (f"<think>Need weather and time.</think>\n\n<tool_call>\n{WEATHER}\n</tool_call>\n"
+     f"<tool_call>\n{TIME}\n</tool_call>"), {},
      expect("Need weather and time.", "\n\n\n",
             tool_calls=[PARIS, ("get_time", {"tz": "Europe/Paris"})])),
     ("qwen3_tool_call_ends_reasoning", "qwen3",

@@ -43,8 +43,8 @@ CASES = [
     ("qwen3_coder_call", "qwen3_coder", f"I'll check.\n{QWEN3_CODER_CALL}", {"tools": STR_TOOLS},
      expect(content="I'll check.\n", tool_calls=[LONDON])),
     ("qwen3_coder_typed_params", "qwen3_coder",
-     "<tool_call>\n<function=multiply>\n<parameter=a>\n12234585\n</parameter>\n<parameter=b>\n"
-     "48838483920\n</parameter>\n</function>\n</tool_call>", {"tools": NUM_TOOLS},
+     ("<tool_call>\n<function=multiply>\n<parameter=a>\n12234585\n</parameter>\n<parameter=b>\n"
+     "48838483920\n</parameter>\n</function>\n</tool_call>"), {"tools": NUM_TOOLS},
      expect(tool_calls=[MULTIPLY])),
     ("qwen3_coder_bare_function", "qwen3_coder",
      "Reading.\n<function=bash>\n<parameter=command>\ncat /etc/hosts\n</parameter>\n</function>",
@@ -63,8 +63,8 @@ CASES = [
      expect(content="bla", tool_calls=[("add", {"a": 3.5, "b": 4}),
                                        ("multiply", {"a": 3, "b": 6})])),
     ("mistral_pre_v11_list", "mistral",
-     'Hello[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1, "b": 2}}, '
-     '{"name": "get_current_weather", "arguments": {"city": "Dallas"}}]\nextra trailing data',
+     ('Hello[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1, "b": 2}}, '
+     '{"name": "get_current_weather", "arguments": {"city": "Dallas"}}]\nextra trailing data'),
      {}, expect(content="Hello\nextra trailing data",
                 tool_calls=[("add", {"a": 1, "b": 2}),
                             ("get_current_weather", {"city": "Dallas"})])),
@@ -83,13 +83,13 @@ CASES = [
     ("mistral_no_tools", "mistral", "This is a test", {}, expect(content="This is a test")),
     # pythonic: LFM2 markers, Llama 4 python tags, and Llama 3.2's bare call list.
     ("pythonic_lfm2", "pythonic",
-     "Sure.<|tool_call_start|>[get_weather(city='San Francisco', metric='celsius')]"
-     "<|tool_call_end|>Checking now.", {},
+     ("Sure.<|tool_call_start|>[get_weather(city='San Francisco', metric='celsius')]"
+     "<|tool_call_end|>Checking now."), {},
      expect(content="Sure.Checking now.",
             tool_calls=[("get_weather", {"city": "San Francisco", "metric": "celsius"})])),
     ("pythonic_bare_list_parallel", "pythonic",
-     "[get_weather(city='Martha\\'s Vineyard'), register_user(name='John', age=37, "
-     "address={'city': 'SF'}, role=None, passed_test=True, aliases=['J', 'Jo'])]", {},
+     ("[get_weather(city='Martha\\'s Vineyard'), register_user(name='John', age=37, "
+     "address={'city': 'SF'}, role=None, passed_test=True, aliases=['J', 'Jo'])]"), {},
      expect(tool_calls=[("get_weather", {"city": "Martha's Vineyard"}),
                         ("register_user", {"name": "John", "age": 37, "address": {"city": "SF"},
                                            "role": None, "passed_test": True,
@@ -113,19 +113,19 @@ CASES = [
      expect("This is a reasoning section", "Before\n\nThis is the rest")),
     ("gemma4_empty_thought", "gemma4", "<|channel>thought\n<channel|>", {}, expect()),
     ("gemma4_call", "gemma4",
-     'Let me check the weather for you. <|tool_call>call:get_weather{location:<|"|>Paris, '
-     'France<|"|>,unit:<|"|>celsius<|"|>}<tool_call|>', {},
+     ('Let me check the weather for you. <|tool_call>call:get_weather{location:<|"|>Paris, '
+     'France<|"|>,unit:<|"|>celsius<|"|>}<tool_call|>'), {},
      expect(content="Let me check the weather for you. ",
             tool_calls=[("get_weather", {"location": "Paris, France", "unit": "celsius"})])),
     ("gemma4_nested_and_typed", "gemma4",
-     '<|tool_call>call:weather.get{nested:{inner:<|"|>value<|"|>},list:[<|"|>a<|"|>,<|"|>b<|"|>],'
-     'is_active:true,count:42,score:3.14,none:null}<tool_call|>', {},
+     ('<|tool_call>call:weather.get{nested:{inner:<|"|>value<|"|>},list:[<|"|>a<|"|>,<|"|>b<|"|>],'
+     'is_active:true,count:42,score:3.14,none:null}<tool_call|>'), {},
      expect(tool_calls=[("weather.get", {"nested": {"inner": "value"}, "list": ["a", "b"],
                                          "is_active": True, "count": 42, "score": 3.14,
                                          "none": None})])),
     ("gemma4_two_calls", "gemma4",
-     '<|tool_call>call:get_weather{location:<|"|>London<|"|>}<tool_call|>'
-     '<|tool_call>call:get_time{location:<|"|>London<|"|>}<tool_call|>', {},
+     ('<|tool_call>call:get_weather{location:<|"|>London<|"|>}<tool_call|>'
+     '<|tool_call>call:get_time{location:<|"|>London<|"|>}<tool_call|>'), {},
      expect(tool_calls=[("get_weather", {"location": "London"}),
                         ("get_time", {"location": "London"})])),
     ("gemma4_call_in_thought", "gemma4",
@@ -139,24 +139,24 @@ CASES = [
             tool_calls=[("get_weather", {"city": "Beijing"}),
                         ("get_weather", {"city": "Shanghai"})])),
     ("kimi_k2_think_then_call", "kimi_k2",
-     "<think>Need the weather.</think>"
+     ("<think>Need the weather.</think>"
      "<|tool_calls_section_begin|><|tool_call_begin|>get_weather:0"
      '<|tool_call_argument_begin|>{"html": "<div>x</div>"}<|tool_call_end|>'
-     "<|tool_calls_section_end|>", {},
+     "<|tool_calls_section_end|>"), {},
      expect("Need the weather.", tool_calls=[("get_weather", {"html": "<div>x</div>"})])),
     ("kimi_k2_no_tools", "kimi_k2", "This is a test", {}, expect(content="This is a test")),
     # glm47 (GLM-4.5/4.6/4.7): <arg_key>/<arg_value> pairs inside <tool_call>.
     ("glm47_call", "glm47",
-     "<think>Multiply.</think>\n<tool_call>multiply<arg_key>a</arg_key><arg_value>12234585"
-     "</arg_value><arg_key>b</arg_key><arg_value>48838483920</arg_value></tool_call>",
+     ("<think>Multiply.</think>\n<tool_call>multiply<arg_key>a</arg_key><arg_value>12234585"
+     "</arg_value><arg_key>b</arg_key><arg_value>48838483920</arg_value></tool_call>"),
      {"tools": NUM_TOOLS}, expect("Multiply.", "\n", tool_calls=[MULTIPLY])),
     ("glm45_newlines", "glm47",
-     "Checking.\n<tool_call>get_current_temperature\n<arg_key>location</arg_key>\n"
-     "<arg_value>London</arg_value>\n</tool_call>", {"tools": STR_TOOLS},
+     ("Checking.\n<tool_call>get_current_temperature\n<arg_key>location</arg_key>\n"
+     "<arg_value>London</arg_value>\n</tool_call>"), {"tools": STR_TOOLS},
      expect(content="Checking.\n", tool_calls=[LONDON])),
     ("glm47_json_body", "glm47",
-     '<tool_call>{"name": "multiply", "arguments": {"a": 12234585, "b": 48838483920}}'
-     "</tool_call>", {}, expect(tool_calls=[MULTIPLY])),
+     ('<tool_call>{"name": "multiply", "arguments": {"a": 12234585, "b": 48838483920}}'
+     "</tool_call>"), {}, expect(tool_calls=[MULTIPLY])),
     # minimax_m2: <minimax:tool_call><invoke name=...><parameter name=...>.
     ("minimax_m2_prefilled_reasoning_then_call", "minimax_m2",
      f"Look it up.</think>\n\n{MINIMAX_CALL}", {"tools": STR_TOOLS},
@@ -168,20 +168,20 @@ CASES = [
      expect("reasoning", "content Acontent B")),
     # function_gemma: <start_function_call>call:name{k:<escape>v<escape>}<end_function_call>.
     ("function_gemma_call", "function_gemma",
-     "<start_function_call>call:get_current_temperature{location:<escape>London<escape>}"
-     "<end_function_call>", {}, expect(tool_calls=[LONDON])),
+     ("<start_function_call>call:get_current_temperature{location:<escape>London<escape>}"
+     "<end_function_call>"), {}, expect(tool_calls=[LONDON])),
     ("function_gemma_numbers", "function_gemma",
-     "Computing. <start_function_call>call:multiply{a:12234585,b:48838483920}"
-     "<end_function_call> done", {},
+     ("Computing. <start_function_call>call:multiply{a:12234585,b:48838483920}"
+     "<end_function_call> done"), {},
      expect(content="Computing.  done", tool_calls=[MULTIPLY])),
     # longcat: <longcat_think> reasoning, <longcat_tool_call> JSON or arg pairs.
     ("longcat_json", "longcat",
-     "<longcat_think>Multiply.</longcat_think><longcat_tool_call>"
-     '{"name": "multiply", "arguments": {"a": 12234585, "b": 48838483920}}</longcat_tool_call>',
+     ("<longcat_think>Multiply.</longcat_think><longcat_tool_call>"
+     '{"name": "multiply", "arguments": {"a": 12234585, "b": 48838483920}}</longcat_tool_call>'),
      {}, expect("Multiply.", tool_calls=[MULTIPLY])),
     ("longcat_arg_pairs", "longcat",
-     "<longcat_tool_call>get_current_temperature<longcat_arg_key>location</longcat_arg_key>\n"
-     "<longcat_arg_value>London</longcat_arg_value></longcat_tool_call>", {"tools": STR_TOOLS},
+     ("<longcat_tool_call>get_current_temperature<longcat_arg_key>location</longcat_arg_key>\n"
+     "<longcat_arg_value>London</longcat_arg_value></longcat_tool_call>"), {"tools": STR_TOOLS},
      expect(tool_calls=[LONDON])),
 ]
 
@@ -229,21 +229,21 @@ ANYOF_TOOLS = [{"type": "function", "name": "search_web", "parameters": {  # Res
 
 CASES += [
     ("qwen3_coder_unclosed_parameter", "qwen3_coder",
-     "Let me check the weather for you:\n<tool_call>\n<function=get_current_temperature>\n"
+     ("Let me check the weather for you:\n<tool_call>\n<function=get_current_temperature>\n"
      "<parameter=location>\nLondon\n<parameter=unit>\ncelsius\n</parameter>\n</function>\n"
-     "</tool_call>", {"tools": STR_TOOLS},
+     "</tool_call>"), {"tools": STR_TOOLS},
      expect(content="Let me check the weather for you:\n",
             tool_calls=[("get_current_temperature", {"location": "London", "unit": "celsius"})])),
     ("qwen3_coder_anyof_schema_types", "qwen3_coder",
-     "<tool_call>\n<function=search_web>\n<parameter=query>\nvllm tool parser\n</parameter>\n"
+     ("<tool_call>\n<function=search_web>\n<parameter=query>\nvllm tool parser\n</parameter>\n"
      "<parameter=count>\n10\n</parameter>\n<parameter=verbose>\ntrue\n</parameter>\n"
-     "</function>\n</tool_call>", {"tools": ANYOF_TOOLS},
+     "</function>\n</tool_call>"), {"tools": ANYOF_TOOLS},
      expect(tool_calls=[("search_web", {"query": "vllm tool parser", "count": 10,
                                         "verbose": True})])),
     ("kimi_k2_bad_call_does_not_sink_its_sibling", "kimi_k2", KIMI_BAD_SIBLING, {},
      expect(content="Help. ", tool_calls=[("good", {"city": "Shanghai"})],
-            problems=['<|tool_call_begin|>functions.bad:0 <|tool_call_argument_begin|>'
-                      '{"city": "Beijing"<|tool_call_end|>'])),
+            problems=[('<|tool_call_begin|>functions.bad:0 <|tool_call_argument_begin|>'
+                      '{"city": "Beijing"<|tool_call_end|>')])),
     ("glm47_zero_arg_calls", "glm47",
      "Checking.<tool_call>get_current_date</tool_call><tool_call>get_current_date\n</tool_call>",
      {}, expect(content="Checking.", tool_calls=[("get_current_date", {})] * 2)),
@@ -251,12 +251,12 @@ CASES += [
 
 CASES += [
     ("function_gemma_missing_commas_and_typed_escapes", "function_gemma",
-     "<start_function_call>call:search{query:<escape>python, {fast}<escape>limit:<escape>10"
-     "<escape>,exact:<escape>true<escape>}<end_function_call>", {},
+     ("<start_function_call>call:search{query:<escape>python, {fast}<escape>limit:<escape>10"
+     "<escape>,exact:<escape>true<escape>}<end_function_call>"), {},
      expect(tool_calls=[("search", {"query": "python, {fast}", "limit": 10, "exact": True})])),
     ("function_gemma_two_calls", "function_gemma",
-     "<start_function_call>call:get_weather{location:<escape>London<escape>}<end_function_call>"
-     "<start_function_call>call:get_time{timezone:<escape>UTC<escape>}<end_function_call>", {},
+     ("<start_function_call>call:get_weather{location:<escape>London<escape>}<end_function_call>"
+     "<start_function_call>call:get_time{timezone:<escape>UTC<escape>}<end_function_call>"), {},
      expect(tool_calls=[("get_weather", {"location": "London"}),
                         ("get_time", {"timezone": "UTC"})])),
     ("gemma4_quoted_keys", "gemma4",
@@ -284,10 +284,10 @@ CASES += [
 
 CASES += [
     ("deepseek_v32_function_calls_block", "deepseek_v32",
-     f"Let me check.\n\n<{DSML}function_calls>\n<{DSML}invoke name=\"get_weather\">\n"
+     (f"Let me check.\n\n<{DSML}function_calls>\n<{DSML}invoke name=\"get_weather\">\n"
      f"<{DSML}parameter name=\"location\" string=\"true\">杭州</{DSML}parameter>\n"
      f"<{DSML}parameter name=\"days\" string=\"false\">2</{DSML}parameter>\n"
-     f"</{DSML}invoke>\n</{DSML}function_calls>", {"starts_in_reasoning": False},
+     f"</{DSML}invoke>\n</{DSML}function_calls>"), {"starts_in_reasoning": False},
      expect(content="Let me check.\n\n", tool_calls=[("get_weather", {"location": "杭州", "days": 2})])),
 ]
 
@@ -303,7 +303,7 @@ CASES += [
      "Please call: 555-1234 {ok}, or we call:it{ later.", {},
      expect(content="Please call: 555-1234 {ok}, or we call:it{ later.")),
     ("gemma4_bare_call_in_thought_does_not_end_it", "gemma4",
-     f"<|channel>thought\nMaybe call:f{{x:1}} later<channel|>Done", {},
+     "<|channel>thought\nMaybe call:f{x:1} later<channel|>Done", {},
      expect("Maybe call:f{x:1} later", "Done")),
 ]
 
