@@ -103,6 +103,12 @@ class StreamFilter:
     # -- public surface -------------------------------------------------------------------
 
     @property
+    def state(self) -> str:
+        """The mode for people: ``reasoning``, ``content``, ``undecided``, or ``tool_call``
+        followed by the marker that opened the call."""
+        return f"{TOOL} {self._marker.start}" if self.mode == TOOL else self.mode
+
+    @property
     def withheld(self) -> str:
         """Text received but not emitted yet: a possible marker, an open call, undecided text."""
         held = "".join(self._pending) + self._tail

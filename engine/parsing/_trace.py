@@ -77,10 +77,10 @@ class Trace:
         f = StreamFilter(fam, tools=tools, starts_in_reasoning=starts_in_reasoning)
         rows, emitted = [], []
         for i, chunk in enumerate([*deltas, None]):
-            before = f.mode
+            before = f.state
             events = f.feed(chunk) if chunk is not None else f.finish()
             emitted += events
-            rows.append(TraceRow(i, FINISH if chunk is None else chunk, before, f.mode,
+            rows.append(TraceRow(i, FINISH if chunk is None else chunk, before, f.state,
                                  tuple(events), f.withheld, final=chunk is None))
         text = "".join(deltas)
         buffered = parse_output(text, fam, tools=tools, starts_in_reasoning=starts_in_reasoning)
