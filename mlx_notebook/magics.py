@@ -403,7 +403,8 @@ class MlxMagics(Magics):
                                  "history unless you call _.keep().")
             failure = EngineDeadError(turn.error) if not self.engine.healthy else EngineError(turn.error)
             raise usage_error(magic, failure)
-        turn._display_pending = True  # shown live already: the displayhook skips it once
+        live_terminal = not args.no_stream and not _in_kernel(self.shell)
+        turn._display_instead = {"text/plain": f"[{turn.summary()}]"} if live_terminal else {}
         return turn
 
 

@@ -58,7 +58,10 @@ class TerminalView:
             self._write(" [interrupted]")
         if turn.error and self._section != "line":
             self._start("line", f"[error] {turn.error}")
-        self._start("line", f"[{turn.summary()}]\n")
+        if turn.interrupted or turn.error:
+            # A failed cell has no Out[n]; a finished one shows the summary there.
+            self._start("line", f"[{turn.summary()}]")
+        self._write("\n")
 
     def _text(self, section: str, text: str, prefix: str = "") -> None:
         """Stream text without the blank lines at a section's edges (the newlines around

@@ -122,7 +122,8 @@ class Turn:
     options: dict = field(default_factory=dict, repr=False)
     """The flags the user set on the cell (after ``%mlx config`` defaults), for the record."""
     kept: bool = field(default=False, repr=False)
-    _display_pending: bool = field(default=False, repr=False, compare=False)
+    _display_instead: dict | None = field(default=None, repr=False, compare=False)
+    """What the displayhook shows, once, instead of this turn: the cell showed it live."""
 
     @property
     def text(self) -> str:
@@ -190,15 +191,17 @@ class Turn:
         return f"{reason}, " + ", ".join(parts)
 
     def _ipython_display_(self) -> None:
-        # The cell that produced this turn already shows it live; the displayhook's
-        # automatic display of the cell's return value is skipped once, so the answer
-        # does not appear twice, while ``_`` still holds the turn and ``display(turn)``
-        # later shows it again.
-        if self._display_pending:
-            self._display_pending = False
-            return
+        # The cell that produced this turn already showed it live; the displayhook's
+        # automatic display of the cell's value (``Out[n]``) shows ``_display_instead``
+        # once -- nothing in a notebook, the summary line in a terminal -- so the answer
+        # does not appear twice, while ``_`` holds the turn and ``display(turn)`` shows it.
         from IPython.display import display
 
+        if self._display_instead is not None:
+            bundle, self._display_instead = self._display_instead, None
+            if bundle:
+                display(bundle, raw=True)
+            return
         data, metadata = self._mimebundle()
         display(data, metadata=metadata, raw=True)
 

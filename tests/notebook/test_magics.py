@@ -456,3 +456,19 @@ def test_in_a_kernel_the_turn_is_shown_once_with_its_metadata(tiny_reasoner_path
                            "defined in the notebook; define it, write '{{undefined_name}}' for "
                            "literal braces, or use --no-interpolate.\n")
     assert never == []
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_terminal_ipython_streams_plain_text(tiny_reasoner_path):
+    import subprocess
+    import sys
+
+    first = script("reason_then_answer")
+    cells = (f"%load_ext mlx_notebook\n%load_model {tiny_reasoner_path} --no-progress\n"
+             f"%%chat\n{first['messages'][0]['content']}\n\n\n_.content.strip()\n")
+    ipython = [sys.executable, "-m", "IPython", "--simple-prompt", "--no-banner", "--colors=nocolor"]
+    done = subprocess.run(ipython, input=cells, capture_output=True, text=True, timeout=300)
+    reasoning = first["reply"].split("</think>")[0].removeprefix("<think>").strip()
+    assert f"[thinking] {reasoning}\n{answer(first['reply'])}\nOut[3]: [stop, " in done.stdout
+    assert f"Out[4]: '{answer(first['reply'])}'" in done.stdout
