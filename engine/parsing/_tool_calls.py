@@ -54,19 +54,28 @@ def parse_calls(family: Family, text: str, tools) -> list[dict[str, Any] | CallP
     return calls
 
 
-def normalize_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+def normalize_tools(tools: list[Any] | None) -> list[dict[str, Any]] | None:
     """Tools in the Chat Completions shape parsers expect: ``{"type", "function": {...}}``.
 
-    The Responses API writes them flat (``{"type": "function", "name", "parameters"}``).
+    The Responses API writes them flat (``{"type": "function", "name", "parameters"}``);
+    pydantic models are dumped to dicts; a function without ``parameters`` gets an empty
+    schema (some mlx-lm parsers index it). Anything else is left out: a schema only refines
+    argument types, so a tool we cannot read must not turn a good call into a problem.
     """
     if not tools:
         return tools
     shaped = []
     for tool in tools:
-        if isinstance(tool, dict) and "function" not in tool and "name" in tool:
-            fields = {k: v for k, v in tool.items() if k != "type"}
-            tool = {"type": "function", "function": fields}
-        shaped.append(tool)
+        if hasattr(tool, "model_dump"):
+            tool = tool.model_dump()
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function")
+        if function is None and "name" in tool:
+            function = {k: v for k, v in tool.items() if k != "type"}
+        if not isinstance(function, dict):
+            continue
+        shaped.append({"type": "function", "function": {"parameters": {}, **function}})
     return shaped
 
 

@@ -171,3 +171,12 @@ def test_markup_soup_streams_exactly_like_the_buffered_parse(family):
             sizes = [rng.randint(1, 9) for _ in range(20)]
             assert stream(text, family, sizes, **options) == buffered, (text, options, sizes)
             assert stream(text, family, [1], **options) == buffered, (text, options)
+
+
+def test_unreadable_tool_schemas_never_sink_a_good_call():
+    text = ("<longcat_tool_call>f<longcat_arg_key>a</longcat_arg_key>"
+            "<longcat_arg_value>1</longcat_arg_value></longcat_tool_call>")
+    tools = [{"type": "function", "function": {"name": "f"}}, "junk", {"name": "g"}, None]
+    out = parse_output(text, "longcat", tools=tools)
+    assert out.tool_calls == [{"name": "f", "arguments": {"a": 1}}]
+    assert out.problems == []
