@@ -24,7 +24,7 @@ from .interpolation import interpolate
 from .options import (
     CONFIG_ALIASES,
     body_fields,
-    chunk_sizes,
+    chunking_spec,
     config_fragment,
     config_keys,
     output_arguments,
@@ -35,7 +35,7 @@ from .options import (
     tool_names,
 )
 from .runner import DEFAULT_MAX_ROUNDS, run_turn
-from .sessions import DEFAULT_SESSION, SessionStore
+from .sessions import DEFAULT_SESSION, Session, SessionStore
 from .terminal import TerminalView
 from .tools import ask_before_running, resolve_tools
 from .turn import Turn
@@ -239,7 +239,9 @@ class MlxMagics(Magics):
         engine = self._engine("%mlx render")
         name = args.session or DEFAULT_SESSION
         with as_usage_errors("%mlx render"):
-            session = self.sessions.open(name) if args.session is None else self.sessions.get(name)
+            # Rendering never creates a session: an unused default one renders as empty.
+            session = Session(name) if args.session is None and name not in self.sessions \
+                else self.sessions.get(name)
             tools = resolve_tools(tool_names(args.tools), self.shell.user_ns)
             messages = session.history()
             if args.message is not None:
@@ -252,25 +254,36 @@ class MlxMagics(Magics):
         display(reports.rendered_prompt(inspection, reports.special_token_ids(engine.tokenizer)))
 
     @magic_arguments(name="mlx trace")
-    @argument("text", help="The model output to parse: a notebook variable's name or literal text.")
-    @argument("--family", required=True, help="The parser family, e.g. qwen3, deepseek_v4, json_tools.")
-    @argument("--chunking", type=chunk_sizes, default=None, metavar="SIZES",
-              help="Chunk sizes to replay the text with, e.g. 1 or 1,3,7.")
+    @argument("text", help="What to parse: a turn (e.g. _) to replay what the engine parsed, "
+                           "a notebook variable holding text, or literal text.")
+    @argument("--family", default=None,
+              help="The parser family for text, e.g. qwen3, deepseek_r1, deepseek_v4.")
+    @argument("--chunking", type=chunking_spec, default=None, metavar="HOW",
+              help="How to cut text into deltas: 1 (per character, the default), sizes like "
+                   "1,3,7, random, or tokens (with the loaded model's tokenizer).")
     def _trace(self, line: str):
-        """Run the reasoning/tool-call parser on TEXT step by step (the parser debugger)."""
+        """Replay model output through the reasoning/tool-call parser step by step (the parser debugger)."""
         args = _parse(self._trace, line, "%mlx trace")
         from mlx_notebook.engine import parsing
 
         value = self.shell.user_ns.get(args.text, args.text) if args.text.isidentifier() else args.text
+        if isinstance(value, Turn):
+            engine = self._engine("%mlx trace")
+            if not value.rounds or value.rounds[-1].request_id is None:
+                raise UsageError(f"%mlx trace: the turn in '{args.text}' never reached the engine.")
+            with as_usage_errors("%mlx trace"):
+                return engine.trace(value.rounds[-1].request_id)
         if not isinstance(value, str):
-            raise UsageError(f"%mlx trace: '{args.text}' is a {type(value).__name__}, not text.")
-        kwargs = {} if args.chunking is None else {"chunking": args.chunking}
-        with as_usage_errors("%mlx trace"):
-            try:
-                result = parsing.trace(value, args.family, **kwargs)
-            except (KeyError, ValueError) as exc:
-                raise UsageError(f"%mlx trace: {str(exc).strip(repr(''))}") from None
-        return result
+            raise UsageError(f"%mlx trace: '{args.text}' is a {type(value).__name__}, not text or a turn.")
+        if args.family is None:
+            raise UsageError("%mlx trace: give the parser family to trace text, e.g. --family qwen3.")
+        kwargs: dict[str, Any] = {} if args.chunking is None else {"chunking": args.chunking}
+        if args.chunking == "tokens":
+            kwargs["tokenizer"] = self._engine("%mlx trace").tokenizer
+        try:
+            return parsing.trace(value, args.family, **kwargs)
+        except (KeyError, ValueError) as exc:
+            raise UsageError(f"%mlx trace: {str(exc).strip(repr(''))}") from None
 
     @magic_arguments(name="mlx sessions")
     def _sessions(self, line: str):

@@ -27,7 +27,7 @@ __all__ = [
     "set_options",
     "body_fields",
     "tool_names",
-    "chunk_sizes",
+    "chunking_spec",
     "read_template",
     "config_fragment",
     "config_keys",
@@ -142,14 +142,17 @@ def tool_names(text: str | None) -> list[str] | None:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def chunk_sizes(text: str) -> int | list[int]:
-    """``--chunking 1`` or ``--chunking 1,3,7`` for the parser debugger."""
+def chunking_spec(text: str) -> str | int | list[int]:
+    """``--chunking``: ``tokens``, ``random``, ``1`` or ``1,3,7`` for the parser debugger."""
+    if text in ("tokens", "random"):
+        return text
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a size or a list like 1,3,7") from None
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not tokens, random, a size or a list like 1,3,7") from None
     if not sizes or min(sizes) < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a size or a list like 1,3,7")
+        raise argparse.ArgumentTypeError(f"'{text}' is not tokens, random, a size or a list like 1,3,7")
     return sizes[0] if len(sizes) == 1 else sizes
 
 

@@ -68,7 +68,7 @@ def run_turn(
                     _summarize(turn, started)
                     view.finish(turn)
                 raise
-            round_ = Round(request=body)
+            round_ = Round(request=body, request_id=current[0].id)
             turn.rounds.append(round_)
             if number == 0 and view is not None:
                 view.display()  # only once admitted: a rejected request shows just the error line

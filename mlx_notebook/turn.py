@@ -45,6 +45,8 @@ class Round:
     tool_calls: list[dict] = field(default_factory=list)
     usage: dict = field(default_factory=empty_usage)
     finish_reason: str | None = None
+    request_id: str | None = None
+    """The engine's id for this call (``engine.trace(request_id)`` replays its parse)."""
 
     def messages(self) -> list[dict]:
         """The assistant message and tool-result messages this round adds to a conversation."""

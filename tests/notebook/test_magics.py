@@ -82,8 +82,13 @@ def answer(reply: str) -> str:
                                       "temperature, think, tokens, tools, top_k, top_p."),
         ("%mlx config top_k=many", "%mlx config top_k: argument --top-k: invalid int value: 'many'; "
                                    "see %mlx config top_k? for the options."),
-        ("%mlx trace", "%mlx trace: the following arguments are required: text, --family; see "
+        ("%mlx trace", "%mlx trace: the following arguments are required: text; see "
                        "%mlx trace? for the options."),
+        ("%mlx trace '<think>x'", "%mlx trace: give the parser family to trace text, e.g. --family qwen3."),
+        ("%mlx trace x --family qwen3 --chunking 0", "%mlx trace: argument --chunking: '0' is not "
+         "tokens, random, a size or a list like 1,3,7; see %mlx trace? for the options."),
+        ("%mlx trace x --family qwen3 --chunking tokens", "%mlx trace: no model is loaded; run "
+         "%load_model first (no argument loads the default model)."),
         ("%load_model no-such-model --no-progress",
          "%load_model: unknown model 'no-such-model': use an alias (smollm2-135m-instruct, "
          "tiny-reasoner), a .gguf file, an mlx-lm model directory or a Hugging Face repo id."),
@@ -115,7 +120,7 @@ def test_every_mlx_subcommand_has_help(bare_shell, capsys):
                 "config", "help"]:
         assert f"%mlx {sub}" in out
     _, out, _ = run(bare_shell, "%mlx help trace", capsys)
-    assert out.startswith("::\n\n  %mlx trace --family FAMILY")
+    assert out.startswith("::\n\n  %mlx trace [--family FAMILY]")
     _, out, _ = run(bare_shell, "%mlx status", capsys)
     assert out == "No model is loaded; run %load_model.\n"
 
@@ -401,6 +406,10 @@ def test_think_flags_and_follow_up_on_the_reasoner(reasoner_shell, capsys):
     assert turn.reasoning.strip() == follow["reply"].split("</think>")[0].removeprefix("<think>").strip()
     assert out.startswith(f"[thinking] {turn.reasoning.strip()}\n{turn.content.strip()}\n")
     assert turn.usage["cached_tokens"] > 0
+    # The parser debugger replays what the engine parsed for this very turn.
+    result, _, err = run(reasoner_shell, "%mlx trace _", capsys)
+    assert result.success, err
+    assert result.result.family == "qwen3"
 
 
 @pytest.mark.model
