@@ -71,6 +71,8 @@ CASES = [
     ("qwen3_arguments_as_json_string", "qwen3",
      '<tool_call>{"name": "add", "arguments": "{\\"a\\": 1, \\"b\\": 2}"}</tool_call>', {},
      expect(tool_calls=[("add", {"a": 1, "b": 2})])),
+    ("qwen3_two_calls_in_one_block", "qwen3", f"<tool_call>\n{WEATHER}\n{TIME}\n</tool_call>", {},
+     expect(tool_calls=[PARIS, ("get_time", {"tz": "Europe/Paris"})])),
     ("qwen3_markup_lookalikes_stay_content", "qwen3",
      "Use <tool_calls> or a <think> tag; </tool_call> and <tool_call are text.", {},
      expect(content="Use <tool_calls> or a <think> tag; </tool_call> and <tool_call are text.")),
