@@ -22,14 +22,19 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 # Records every distinct text of the live answer while it streams.
 WATCH_CONTENT = """() => {
     window.__states = [];
+    window.__prefill = 0;
     const record = () => {
+        const bar = document.querySelector('.mlxnb-live .mlxnb-progress');
+        if (bar && bar.style.display !== 'none') {
+            window.__prefill = Math.max(window.__prefill, parseFloat(bar.firstChild.style.width));
+        }
         for (const node of document.querySelectorAll('.mlxnb-live .mlxnb-content')) {
             const text = node.innerText.trim();
             if (text && window.__states[window.__states.length - 1] !== text) window.__states.push(text);
         }
     };
     new MutationObserver(record).observe(document.body,
-        {subtree: true, childList: true, characterData: true});
+        {subtree: true, childList: true, characterData: true, attributes: true});
 }"""
 
 HAND_FED_TURN = r'''
@@ -75,13 +80,13 @@ def test_hand_fed_turn_streams_then_leaves_the_static_output(notebook_page):
     nb.page.evaluate(WATCH_CONTENT)
     nb.run_all()
     live = nb.page.locator(".mlxnb-live")
-    live.locator(".mlxnb-progress-bar").wait_for(state="attached")
     reasoning = live.locator("details.mlxnb-reasoning")
     reasoning.wait_for()
     assert reasoning.get_attribute("open") is not None  # open while the model reasons
     live.locator(".mlxnb-tool-result").wait_for()
     assert "21" in live.locator(".mlxnb-tool-result").inner_text()
     live.locator(".mlxnb-content").wait_for()
+    assert nb.page.evaluate("() => window.__prefill") > 50  # the prefill bar moved
     assert reasoning.get_attribute("open") is None  # folded once the answer starts
     assert "tokens" in reasoning.locator("summary").inner_text()
     nb.wait_idle()
@@ -99,6 +104,37 @@ def test_hand_fed_turn_streams_then_leaves_the_static_output(notebook_page):
     assert "application/vnd.jupyter.widget-view+json" not in output["data"]
     assert output["data"][TURN_MIME_TYPE]["content"] == final.replace("21 °C", "**21 °C**")
     nb.screenshot("hand-fed-turn.png", 0)
+
+
+FAILING_TURN = r'''
+import time
+from mlx_notebook.engine.events import ContentDelta, Error, Started
+from mlx_notebook.turn import Turn
+from mlx_notebook.widgets import ChatView
+
+view = ChatView("demo", "default")
+view.display()
+view.handle(Started("r1", prompt_tokens=10, cached_tokens=0))
+view.handle(ContentDelta("Half an"))
+time.sleep(0.5)
+view.handle(Error("The engine ran out of memory; load a smaller model.", type="server_error"))
+time.sleep(3)
+view.finish(Turn(model="demo", session="default", request={}, content="Half an",
+                 error="The engine ran out of memory; load a smaller model."))
+'''
+
+
+def test_an_error_shows_in_the_live_view_and_stays_in_the_static_one(notebook_page):
+    nb = notebook_page("error.ipynb", [FAILING_TURN])
+    nb.run_all()
+    live_error = nb.page.locator(".mlxnb-live .mlxnb-error")
+    live_error.wait_for()
+    assert live_error.inner_text() == "Error: The engine ran out of memory; load a smaller model."
+    assert nb.page.locator(".mlxnb-live .mlxnb-status").inner_text() == "error"
+    nb.wait_idle()
+    static = nb.cell(0).locator(".mlxnb-static")
+    assert "ran out of memory" in static.locator(".mlxnb-error").inner_text()
+    assert static.locator(".mlxnb-status").inner_text() == "error"
 
 
 STOPPABLE_TURN = r'''
@@ -215,16 +251,19 @@ def test_smollm2_chat_streams_answer_and_follow_up_shows_cached_tokens(notebook_
     print(f"SmolLM2 decode {decode} tok/s, {len(states)} live states")
 
 
-WEATHER_TOOL = '''from mlx_notebook import tool
+# The tool exactly as the tiny reasoner's scripts offer it (it only knows its scripts' prompts),
+# answering with the scripted result.
+WEATHER_TOOL = '''import json
+from importlib.resources import files
+from mlx_notebook import tool
 
-@tool
+scripts = json.loads(files("mlx_notebook.engine.tiny_reasoner").joinpath("scripts.json").read_text())
+script = next(s for s in scripts if s["name"] == "answer_from_tool_result")
+scripted_result = json.loads(script["messages"][-1]["content"])
+
+@tool(description=script["tools"][0]["function"]["description"])
 def get_weather(city: str) -> dict:
-    """Get the current weather for a city.
-
-    Args:
-        city: The city name.
-    """
-    return {"city": city, "temperature_c": 18, "condition": "sunny"}'''
+    return scripted_result'''
 
 
 @pytest.mark.model
@@ -243,7 +282,7 @@ def test_tiny_reasoner_turn_shows_reasoning_panel_and_tool_card(notebook_page, t
     static = nb.cell(2).locator(".mlxnb-static")
     reasoning = static.locator("details.mlxnb-reasoning")
     assert reasoning.count() == 1 and reasoning.get_attribute("open") is None  # folded
-    assert "I need the current weather in Paris" in reasoning.locator(".mlxnb-reasoning-body").inner_text()
+    assert "I need the current weather in Paris" in reasoning.locator(".mlxnb-reasoning-body").text_content()
     card = static.locator(".mlxnb-tool")
     assert card.locator(".mlxnb-tool-name").inner_text() == "get_weather"
     assert json.loads(card.locator(".mlxnb-tool-args").inner_text()) == {"city": "Paris"}
