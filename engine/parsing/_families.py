@@ -90,7 +90,7 @@ FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
         Family("plain"),
-        Family("qwen3", think=_THINK, tools=(_TOOL_CALL,), parser="json_tools"),
+        Family("qwen3", think=_THINK, tools=(_TOOL_CALL,), parser="qwen3"),
         Family(
             "deepseek_r1",
             think=_THINK,
@@ -109,7 +109,7 @@ FAMILIES: dict[str, Family] = {
             "qwen3_coder",
             think=_THINK,
             tools=(_TOOL_CALL, ToolMarker("<function=", "</function>", keep=True)),
-            parser="qwen3_coder",
+            parser="qwen3",
         ),
         Family(
             "mistral",

@@ -73,6 +73,10 @@ CASES = [
      expect(tool_calls=[("add", {"a": 1, "b": 2})])),
     ("qwen3_two_calls_in_one_block", "qwen3", f"<tool_call>\n{WEATHER}\n{TIME}\n</tool_call>", {},
      expect(tool_calls=[PARIS, ("get_time", {"tz": "Europe/Paris"})])),
+    ("qwen3_xml_body_without_closing_think", "qwen3",
+     ("I need to read the file.\n\n<tool_call>\n<function=bash>\n<parameter=command>\n"
+     "cat /etc/hosts\n</parameter>\n</function>\n</tool_call>"), {"starts_in_reasoning": True},
+     expect("I need to read the file.\n\n", tool_calls=[("bash", {"command": "cat /etc/hosts"})])),
     ("qwen3_markup_lookalikes_stay_content", "qwen3",
      "Use <tool_calls> or a <think> tag; </tool_call> and <tool_call are text.", {},
      expect(content="Use <tool_calls> or a <think> tag; </tool_call> and <tool_call are text.")),
