@@ -16,7 +16,7 @@ from typing import Any
 from ._footer import footer_items, status_label
 from ._markdown import markdown_html
 
-__all__ = ["turn_html", "turn_css", "reasoning_summary", "pretty_json"]
+__all__ = ["turn_html", "turn_css", "reasoning_summary", "reasoning_text", "pretty_json"]
 
 _BOX = "border:1px solid #d0d7de;border-radius:6px;padding:8px 12px"
 _MUTED = "color:#57606a;font-size:12px"
@@ -33,6 +33,12 @@ def pretty_json(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def reasoning_text(record: dict) -> str:
+    """All reasoning, one paragraph per round (the turn's joined text keeps each round's blank lines)."""
+    rounds = [r["reasoning"].strip() for r in record.get("rounds") or [] if r["reasoning"].strip()]
+    return "\n\n".join(rounds) if rounds else record["reasoning"].strip()
 
 
 def reasoning_summary(record: dict) -> str:
@@ -93,7 +99,7 @@ def turn_html(record: dict) -> str:
             '<details class="mlxnb-reasoning" style="color:#57606a">'
             f"<summary>{html.escape(reasoning_summary(record))}</summary>"
             '<div class="mlxnb-reasoning-body" style="white-space:pre-wrap">'
-            f'{html.escape(record["reasoning"].strip())}</div></details>'
+            f"{html.escape(reasoning_text(record))}</div></details>"
         )
     parts.extend(_tool_card(call) for call in record["tool_calls"])
     parts.append(f'<div class="mlxnb-content">{markdown_html(record["content"])}</div>')

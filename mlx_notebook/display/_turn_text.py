@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from ._footer import footer_items, status_label
-from ._turn_html import pretty_json
+from ._turn_html import pretty_json, reasoning_text
 
 __all__ = ["turn_markdown", "turn_plain_text"]
 
@@ -26,7 +26,7 @@ def turn_markdown(record: dict) -> str:
     parts = []
     if record["reasoning"]:
         parts.append(f"<details><summary>Reasoning</summary>\n\n"
-                     f"{_fence(record['reasoning'].strip())}\n\n</details>")
+                     f"{_fence(reasoning_text(record))}\n\n</details>")
     for call in record["tool_calls"]:
         block = [f"**Tool call** `{call['name']}`", _fence(pretty_json(call["arguments"]), "json")]
         if call["error"] is not None:
@@ -48,7 +48,7 @@ def turn_plain_text(record: dict) -> str:
     """The turn for terminals and nbval: same text for the same answer, no timings."""
     lines = []
     if record["reasoning"]:
-        lines.append(f"[reasoning] {record['reasoning'].strip()}")
+        lines.append(f"[reasoning] {reasoning_text(record)}")
     for call in record["tool_calls"]:
         outcome = (f"error: {call['error']}" if call["error"] is not None
                    else json.dumps(call["result"], ensure_ascii=False))

@@ -36,7 +36,8 @@ def make_turn(**overrides) -> Turn:
         timings={"time_to_first_token": 0.05, "prefill_tokens_per_second": 1500.0,
                  "decode_tokens_per_second": 95.2, "peak_memory": 3 << 20, "total_seconds": 0.61},
         finish_reason="stop",
-        rounds=[Round(request={}, reasoning="The user wants", finish_reason="tool_calls",
+        rounds=[Round(request={}, reasoning="The user wants the weather. I should call the tool.",
+                      finish_reason="tool_calls",
                       tool_calls=[{"id": "call_0", "name": "get_weather", "arguments": {}}]),
                 Round(request={}, content="It is **21 °C** in Paris.", finish_reason="stop")],
         options={"temperature": 0.0, "max_tokens": 64},
@@ -191,3 +192,12 @@ def test_a_tokens_turn_shows_its_token_view_under_the_answer():
     html = turn_mimebundle(make_turn(logprobs=logprobs))[0]["text/html"]
     assert '<details class="mlxnb-token-panel" open>' in html
     assert html.count("<style>") == 1 and 'class="mlxnb-token"' in html
+
+
+def test_reasoning_of_several_rounds_reads_as_one_paragraph_per_round():
+    turn = make_turn(reasoning="\nFirst I call.\n\n\n\nThen I answer.\n",
+                     rounds=[Round(request={}, reasoning="\nFirst I call.\n\n"),
+                             Round(request={}, reasoning="\nThen I answer.\n")])
+    data = turn_mimebundle(turn)[0]
+    assert ">First I call.\n\nThen I answer.</div>" in data["text/html"]
+    assert data["text/plain"].startswith("[reasoning] First I call.\n\nThen I answer.\n")
