@@ -251,7 +251,8 @@ class MlxMagics(Magics):
                                  "chat first or pass --message TEXT.")
             body = {"messages": messages, **({"tools": [t.schema() for t in tools]} if tools else {})}
             inspection = engine.inspect(body)
-        display(reports.rendered_prompt(inspection, reports.special_token_ids(engine.tokenizer)))
+        tokenizer = engine.tokenizer
+        display(reports.rendered_prompt(inspection, reports.special_token_ids(tokenizer), tokenizer.decode))
 
     @magic_arguments(name="mlx trace")
     @argument("text", help="What to parse: a turn (e.g. _) to replay what the engine parsed, "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import mlx.core as mx
 
@@ -122,20 +122,31 @@ def cache(info: Any) -> Report:
     return text("\n".join(lines))
 
 
-def rendered_prompt(inspection: Any, special_ids: set[int]) -> Report:
+def rendered_prompt(inspection: Any, special_ids: set[int], decode: Callable[[list[int]], str]) -> Report:
     """The rendered prompt with special tokens marked: ``[[...]]`` in text, highlighted in HTML.
 
     Marked per token id, not by searching the text, so a user who types ``<|im_end|>`` in a
-    message sees it unmarked: it was tokenized as plain text, which is what matters.
+    message sees it unmarked when it was tokenized as plain text. Runs of ordinary tokens
+    are decoded together, so a character split over byte tokens shows whole.
     """
-    plain, marked = [], []
-    for token_id, piece in zip(inspection.token_ids, inspection.token_strings):
-        if token_id in special_ids:
-            plain.append(f"[[{piece}]]")
-            marked.append(f'<mark title="id {token_id}">{html.escape(piece)}</mark>')
-        else:
-            plain.append(piece)
-            marked.append(html.escape(piece))
+    plain, marked, run = [], [], []
+
+    def flush() -> None:
+        if run:
+            text = decode(run)
+            plain.append(text)
+            marked.append(html.escape(text))
+            run.clear()
+
+    for token_id in inspection.token_ids:
+        if token_id not in special_ids:
+            run.append(token_id)
+            continue
+        flush()
+        piece = decode([token_id])
+        plain.append(f"[[{piece}]]")
+        marked.append(f'<mark title="id {token_id}">{html.escape(piece)}</mark>')
+    flush()
     lookup = inspection.cache
     footer = (f"{len(inspection.token_ids)} tokens, {lookup.cached_tokens} would come from the "
               "prompt cache" + (f" ({lookup.miss_reason.rstrip('.')})" if lookup.miss_reason else ""))

@@ -257,9 +257,9 @@ def test_complete_continues_raw_text_without_a_template(smollm2_shell, capsys):
 @pytest.mark.model
 def test_render_status_sessions_and_reset(smollm2_shell, capsys):
     run(smollm2_shell, "%%chat --new --session view --max-tokens 2\nHi", capsys)
-    _, out, _ = run(smollm2_shell, "%mlx render view --message Next", capsys)
+    _, out, _ = run(smollm2_shell, "%mlx render view --message 'Next: 18 °C'", capsys)
     assert out.startswith("[[<|im_start|>]]")
-    assert "Next[[<|im_end|>]]" in out and "tokens," in out
+    assert "Next: 18 °C[[<|im_end|>]]" in out and "tokens," in out  # a multi-byte character shows whole
     _, out, _ = run(smollm2_shell, "%mlx status", capsys)
     assert "engine: healthy" in out and "active requests: 0" in out
     _, out, _ = run(smollm2_shell, "%mlx sessions", capsys)
