@@ -419,6 +419,13 @@ class MlxMagics(Magics):
             raise usage_error(magic, failure)
         live_terminal = not args.no_stream and not _in_kernel(self.shell)
         turn._display_instead = {"text/plain": f"[{turn.summary()}]"} if live_terminal else {}
+
+        def shown(*_: Any) -> None:
+            # Only this cell's Out[n] is replaced; later displays of the turn show it whole.
+            turn._display_instead = None
+            self.shell.events.unregister("post_run_cell", shown)
+
+        self.shell.events.register("post_run_cell", shown)
         return turn
 
 

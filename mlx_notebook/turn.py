@@ -101,7 +101,9 @@ class Turn:
     ``peak_memory`` (bytes). ``request`` is the exact first body sent, ``chunks`` the raw
     ``chat.completion.chunk`` dicts of every round in order, ``logprobs`` one
     ``{"token", "logprob", "top_logprobs": [{"token", "logprob"}]}`` per generated token when
-    ``--tokens`` asked for them. ``interrupted`` turns are kept out of the session history
+    ``--tokens`` asked for them. ``content`` is exactly what the engine sent (after a
+    reasoning block it usually starts with a blank line); ``text`` is it trimmed, for reading.
+    ``interrupted`` turns are kept out of the session history
     unless the user calls ``keep()``; ``error`` is the one-sentence failure, if any.
     """
 
