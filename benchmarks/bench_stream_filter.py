@@ -4,7 +4,8 @@ A filter that rescanned the whole reply on every delta would cost O(n) per token
 5000-token reply would show ~50x the per-token cost of the 100-token one. Ours does work
 proportional to the delta plus a withheld tail at most one marker long, so the two should
 match. Replies are synthetic (~4 characters per token, as BPE tokenizers average), fed one
-token-sized delta at a time like the engine does; each shape is timed best-of-N in one run.
+token-sized delta at a time like the engine does; each shape is timed best-of-N in one run,
+in CPU time of this process (these machines are shared: wall time mostly measures the others).
 
 Usage: python benchmarks/bench_stream_filter.py [--repeats 7]
 """
@@ -55,13 +56,13 @@ SHAPES = [
 
 def _round(family: str, deltas: list[str], options: dict, replies: int) -> float:
     """Seconds per token to stream ``replies`` copies of one reply, each with a new filter."""
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(replies):
         f = StreamFilter(family, **options)
         for d in deltas:
             f.feed(d)
         f.finish()
-    return (time.perf_counter() - start) / (replies * len(deltas))
+    return (time.process_time() - start) / (replies * len(deltas))
 
 
 def measure(shape: str, repeats: int, budget: int = 20000) -> tuple[float, float]:
