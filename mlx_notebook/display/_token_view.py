@@ -46,18 +46,15 @@ def _token_span(item: dict) -> str:
     )
 
 
-def token_view_html(logprobs: list[dict] | None, *, stylesheet: bool = True) -> str:
-    """One ``<div>`` with a span per token; ``logprobs`` as ``Turn.logprobs`` holds them.
-
-    ``stylesheet=False`` leaves the ``<style>`` out when the caller's HTML already has it.
-    """
+def token_view_html(logprobs: list[dict] | None) -> str:
+    """One ``<div>`` with a span per token; ``logprobs`` as ``Turn.logprobs`` holds them."""
     if not logprobs:
         return ('<div class="mlxnb-tokens mlxnb-tokens-empty">No token probabilities: run the '
                 "cell with <code>%%chat --tokens</code>.</div>")
     spans = "".join(_token_span(item) for item in logprobs)
     mean = sum(math.exp(item["logprob"]) for item in logprobs) / len(logprobs)
     return (
-        f'<div class="mlxnb-tokens">{f"<style>{turn_css()}</style>" if stylesheet else ""}{spans}'
+        f'<div class="mlxnb-tokens"><style>{turn_css()}</style>{spans}'
         f'<div class="mlxnb-footer">{len(logprobs)} tokens · mean probability '
         f"<b>{mean:.1%}</b> · hover a token for the alternatives</div></div>"
     )

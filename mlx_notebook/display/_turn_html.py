@@ -106,12 +106,6 @@ def turn_html(record: dict) -> str:
     if record["error"]:
         parts.append(f'<div class="mlxnb-error" style="color:#a40e26">'
                      f'{html.escape(record["error"])}</div>')
-    if record.get("logprobs"):
-        # --tokens: the answer token by token, for teaching (hover shows alternatives).
-        from ._token_view import token_view_html
-
-        parts.append('<details class="mlxnb-token-panel" open><summary>Tokens</summary>'
-                     f'{token_view_html(record["logprobs"], stylesheet=False)}</details>')
     footer = "".join(
         f'<span class="mlxnb-stat" data-stat="{html.escape(label)}">{html.escape(label)} '
         f"<b>{html.escape(value)}</b></span>"

@@ -223,6 +223,7 @@ def test_smollm2_chat_streams_answer_and_follow_up_shows_cached_tokens(notebook_
         "import json\nprint('CONTENT=' + json.dumps(_.content))",
         "%%chat --temp 0 --max-tokens 24\nAnd what is the capital of Germany?",
         "print('CACHED=', _.usage['cached_tokens'], _.timings['decode_tokens_per_second'])",
+        "%%chat --temp 0 --max-tokens 8 --tokens 3 --new\nSay hello.",
     ])
     nb.page.evaluate(WATCH_CELLS)
     nb.run_all()
@@ -249,6 +250,19 @@ def test_smollm2_chat_streams_answer_and_follow_up_shows_cached_tokens(notebook_
     DOCS.mkdir(exist_ok=True)
     shutil.copy(shot, DOCS / "screenshot-smollm2.png")
     print(f"SmolLM2 decode {decode} tok/s, {len(states)} live states")
+
+    # --tokens: the answer token by token; hovering one lists the alternatives.
+    panel = nb.cell(5).locator(".mlxnb-tokens")  # the token view the magics show under the turn
+    tokens = panel.locator(".mlxnb-token")
+    completion = nb.cell(5).locator(".mlxnb-static [data-stat='completion'] b").inner_text()
+    assert tokens.count() == int(completion.split()[0])
+    joined = "".join(tokens.nth(i).evaluate("n => n.firstChild.textContent") for i in range(tokens.count()))
+    answer = nb.cell(5).locator(".mlxnb-static .mlxnb-content").inner_text()
+    assert normalized(joined.replace("␣", " ").replace("↵", " ")).startswith(normalized(answer)[:10])
+    tokens.first.hover()
+    tip = tokens.first.locator(".mlxnb-token-tip")
+    assert tip.is_visible() and tip.locator("tr").count() >= 2  # the token and alternatives
+    nb.screenshot("smollm2-tokens.png", 5)
 
 
 # The tool exactly as the tiny reasoner's scripts offer it (it only knows its scripts' prompts),

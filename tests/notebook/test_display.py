@@ -187,13 +187,6 @@ def test_token_view_without_logprobs_says_how_to_get_them():
     assert "%%chat --tokens" in token_view_html(None)
 
 
-def test_a_tokens_turn_shows_its_token_view_under_the_answer():
-    logprobs = [{"token": "Hi", "logprob": -0.5, "top_logprobs": [{"token": "Hello", "logprob": -1.2}]}]
-    html = turn_mimebundle(make_turn(logprobs=logprobs))[0]["text/html"]
-    assert '<details class="mlxnb-token-panel" open>' in html
-    assert html.count("<style>") == 1 and 'class="mlxnb-token"' in html
-
-
 def test_reasoning_of_several_rounds_reads_as_one_paragraph_per_round():
     turn = make_turn(reasoning="\nFirst I call.\n\n\n\nThen I answer.\n",
                      rounds=[Round(request={}, reasoning="\nFirst I call.\n\n"),
