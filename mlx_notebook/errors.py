@@ -36,6 +36,12 @@ FLAGS = {
 }
 """Request body fields and the magic flag that sets each."""
 
+LOAD_FLAGS = {
+    "draft_model": "--draft-model", "adapter_path": "--adapter", "chat_template": "--chat-template",
+    "max_kv_size": "--max-kv-size", "prompt_cache_bytes": "--prompt-cache-bytes",
+}
+"""``Engine`` keywords and the ``%load_model`` flag that sets each."""
+
 
 def usage_error(magic: str, exc: Exception) -> UsageError:
     """The one-sentence ``UsageError`` for an expected failure inside ``magic``."""
@@ -47,10 +53,15 @@ def usage_error(magic: str, exc: Exception) -> UsageError:
         flag = FLAGS.get(exc.param or "")
         if flag:
             message = message.replace(f"'{exc.param}'", flag)
+        if exc.error.get("code") == "context_length_exceeded" and magic == "%%chat":
+            message = message[:-1] + ", or start the session afresh with --new or %mlx reset."
     elif isinstance(exc, ModelStoreError):
         message = _sentence(str(exc))
     else:
         message = _sentence(str(exc))
+        if magic == "%load_model":
+            for keyword, flag in LOAD_FLAGS.items():
+                message = message.replace(keyword, flag)
     error = UsageError(f"{magic}: {message}")
     error.__cause__ = exc  # kept for %tb and logging, not shown by default
     return error

@@ -94,6 +94,9 @@ def answer(reply: str) -> str:
          "tiny-reasoner), a .gguf file, an mlx-lm model directory or a Hugging Face repo id."),
         ("%load_model --chat-template /nonexistent.jinja",
          "%load_model: cannot read the chat template file /nonexistent.jinja (No such file or directory)."),
+        ("%load_model --draft-model tiny-reasoner",
+         "%load_model: speculative decoding (--draft-model) is not supported by this engine yet; "
+         "load the model without --draft-model."),
         ("%load_model --prompt-cache-bytes lots",
          "%load_model: argument --prompt-cache-bytes: 'lots' is not a size; write e.g. 512MB or "
          "2GiB; see %load_model? for the options."),
@@ -410,6 +413,20 @@ def test_think_flags_and_follow_up_on_the_reasoner(reasoner_shell, capsys):
     result, _, err = run(reasoner_shell, "%mlx trace _", capsys)
     assert result.success, err
     assert result.result.family == "qwen3"
+
+
+@pytest.mark.model
+def test_a_conversation_longer_than_the_context_says_how_to_go_on(reasoner_shell, capsys):
+    context = magics_of(reasoner_shell).engine.model_info.context_length
+    reasoner_shell.user_ns["long_text"] = "word " * context
+    result, _, err = run(reasoner_shell, "%%chat --session long\n{long_text}", capsys)
+    message = str(result.error_in_exec)
+    assert message.startswith("%%chat: the prompt is ") and message.endswith(
+        f"tokens but the model's context is {context}; shorten the conversation, or start the "
+        "session afresh with --new or %mlx reset.")
+    assert err == f"UsageError: {message}\n"
+    _, out, _ = run(reasoner_shell, "%mlx sessions", capsys)
+    assert "long: 0 turn(s)" in out  # the rejected message did not enter the session
 
 
 @pytest.mark.model
