@@ -60,6 +60,10 @@ class Family:
     tool_ends_reasoning: bool = True
     """A tool call opened inside reasoning ends the reasoning (templates allow calling a tool
     straight from thought; mlx-lm's state machine makes the same transition)."""
+    undecided_call_is_reasoning: bool = False
+    """With the start state unknown, text before a call is reasoning (DeepSeek-V4 prompts
+    always end in ``<think>`` or ``</think>``, so unmarked text before a DSML block is its
+    thought), rather than content (what Hermes-style tool-call suites expect)."""
     think_anywhere: bool = False
     """The opening marker opens reasoning anywhere in content, not only at the start (Gemma 4
     writes a thought channel between answer text)."""
@@ -179,6 +183,7 @@ FAMILIES: dict[str, Family] = {
             think=_THINK,
             tools=(ToolMarker("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),),
             parser="deepseek_v4",
+            undecided_call_is_reasoning=True,
         ),
     )
 }

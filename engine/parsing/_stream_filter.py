@@ -42,7 +42,8 @@ class StreamFilter:
     that pre-fills ``<think>``): True or False when known (``for_tokenizer`` always knows).
     None (the default) takes the family's own answer when it has one (DeepSeek-R1 always
     pre-fills), and otherwise holds the text until the output decides: a ``</think>`` makes
-    what came before reasoning, while a tool call or the end of the reply makes it content.
+    what came before reasoning, while a tool call (except for DeepSeek-V4's DSML, see
+    ``Family.undecided_call_is_reasoning``) or the end of the reply makes it content.
     """
 
     def __init__(
@@ -164,7 +165,10 @@ class StreamFilter:
         self._tail = buf[end:]
         if self.mode == UNDECIDED and not (isinstance(action, ToolMarker) and action.is_soft):
             # The marker decides what the held text was (a soft one only once it parses).
-            self._release(REASONING if action == "close_think" else CONTENT, buf[:start])
+            reasoning = action == "close_think" or (
+                isinstance(action, ToolMarker) and self.family.undecided_call_is_reasoning
+            )
+            self._release(REASONING if reasoning else CONTENT, buf[:start])
         else:
             self._emit(self.mode, buf[:start])
         self._transition(action)

@@ -312,3 +312,14 @@ CASES += [
      'Sure. <function=get_weather>{"city": "Paris", "days": 2}</function>', {},
      expect(content="Sure. ", tool_calls=[("get_weather", {"city": "Paris", "days": 2})])),
 ]
+
+CASES += [
+    # As vllm-mlx's DeepSeek-V4 reasoning tests: the prompt ends in <think> or </think>.
+    ("deepseek_v4_undecided_dsml_ends_reasoning", "deepseek_v4", f"I should call it{DSML_CALLS}",
+     {}, expect("I should call it", tool_calls=DSML_PARSED)),
+    ("deepseek_v4_undecided_plain_answer", "deepseek_v4", "Just an answer.", {},
+     expect(content="Just an answer.")),
+    ("deepseek_v4_undecided_close_then_call", "deepseek_v4",
+     f"thinking</think>Calling.\n\n{DSML_CALLS}", {},
+     expect("thinking", "Calling.\n\n", tool_calls=DSML_PARSED)),
+]
