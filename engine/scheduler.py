@@ -72,7 +72,7 @@ class Scheduler:
             # Not mlx-lm's thread-local generation_stream: using a thread-local stream
             # from a non-main thread intermittently aborts the process at exit
             # ("terminate called without an active exception", measured here).
-            stream=mx.new_stream(mx.default_device()),
+            stream=mx.default_stream(mx.default_device()),
         )
         self.active: dict[int, _Active] = {}
         self._stop_sequences: dict[tuple[str, ...], object] = {}
