@@ -498,3 +498,57 @@ def test_terminal_ipython_streams_plain_text(tiny_reasoner_path):
     reasoning = first["reply"].split("</think>")[0].removeprefix("<think>").strip()
     assert f"[thinking] {reasoning}\n{answer(first['reply'])}\nOut[3]: [stop, " in done.stdout
     assert f"Out[4]: '{answer(first['reply'])}'" in done.stdout
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_kernel_interrupt_cancels_the_reply_and_the_next_cell_works(smollm2_path):
+    from jupyter_client import KernelManager
+
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=120)
+
+        def execute(code: str, *, interrupt_after_deltas: int | None = None) -> tuple[dict, list[dict]]:
+            msg_id = client.execute(code)
+            outputs, deltas = [], 0
+            while True:
+                msg = client.get_iopub_msg(timeout=300)
+                if msg["parent_header"].get("msg_id") != msg_id:
+                    continue
+                kind = msg["msg_type"]
+                if kind == "comm_msg" and interrupt_after_deltas is not None:
+                    deltas += 1
+                    if deltas == interrupt_after_deltas:
+                        manager.interrupt_kernel()
+                if kind in ("stream", "display_data", "update_display_data", "execute_result"):
+                    outputs.append(msg["content"])
+                if kind == "status" and msg["content"]["execution_state"] == "idle":
+                    break
+            while True:
+                reply = client.get_shell_msg(timeout=60)
+                if reply["parent_header"].get("msg_id") == msg_id:
+                    return reply["content"], outputs
+
+        for code in ["%load_ext mlx_notebook", f"%load_model {smollm2_path} --no-progress"]:
+            assert execute(code)[0]["status"] == "ok"
+        reply, outputs = execute("%%chat --max-tokens 300\nTell me a very long story about a robot.",
+                                 interrupt_after_deltas=3)
+        assert (reply["status"], reply.get("ename")) == ("error", "UsageError"), (reply, outputs)
+        assert reply["evalue"] == ("%%chat: interrupted; the partial reply (in _) is not sent as "
+                                   "history unless you call _.keep().")
+        # The live view ended as a static turn marked as interrupted.
+        (final,) = [o for o in outputs if "application/vnd.mlx-notebook.turn+json" in o.get("data", {})]
+        assert final["data"]["application/vnd.mlx-notebook.turn+json"]["interrupted"] is True
+        reply, outputs = execute("print(_.interrupted, _.finish_reason, _.usage['completion_tokens'] < 300)")
+        assert outputs[-1]["text"] == "True cancelled True\n"
+        reply, outputs = execute("%%chat --max-tokens 3\nHi")
+        assert reply["status"] == "ok"
+        reply, outputs = execute("print([m['role'] for m in _.request['messages']])")
+        assert outputs[-1]["text"] == "['user']\n"  # the interrupted turn was not sent
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
