@@ -360,6 +360,25 @@ def test_tool_loop_calls_a_python_function_and_answers_from_its_result(reasoner_
 
 
 @pytest.mark.model
+def test_decorated_tools_are_offered_without_naming_them(reasoner_shell, capsys, monkeypatch):
+    import mlx_notebook.tools
+
+    monkeypatch.setattr(mlx_notebook.tools, "_registry", {})  # @tool registers process-wide
+    description = script("single_tool_call")["tools"][0]["function"]["description"]
+    reasoner_shell.run_cell(
+        "import mlx_notebook\nasked = []\n@mlx_notebook.tool\n"
+        f'def get_weather(city: str):\n    """{description}"""\n    asked.append(city)\n'
+        "    return {'city': city, 'temperature_c': 18, 'condition': 'sunny'}")
+    question = script("single_tool_call")["messages"][0]["content"]
+    result, _, err = run(reasoner_shell, f"%%chat --new --session deco\n{question}", capsys)
+    assert result.success, err
+    assert result.result.request["tools"] == script("single_tool_call")["tools"]
+    assert reasoner_shell.user_ns["asked"] == ["Paris"]
+    result, _, _ = run(reasoner_shell, "%%chat --new --session deco --tools none --max-tokens 4\nHi", capsys)
+    assert "tools" not in result.result.request
+
+
+@pytest.mark.model
 def test_parallel_tool_calls_all_run(reasoner_shell, weather, capsys):
     question = script("parallel_tool_calls")["messages"][0]["content"]
     result, _, err = run(reasoner_shell, f"%%chat --new --session par --tools get_weather --max-rounds 1\n{question}",
