@@ -13,8 +13,9 @@ from .turn import Round, Turn
 __all__ = ["tool", "make_tool", "Tool", "Turn", "Round", "Session",
            "load_ipython_extension", "unload_ipython_extension"]
 
-for _name in ("tool", "make_tool", "Tool", "Turn", "Round", "Session"):
-    globals()[_name].__module__ = "mlx_notebook"
+for _export in (tool, make_tool, Tool, Turn, Round, Session):
+    _export.__module__ = "mlx_notebook"  # documented and shown as mlx_notebook.X
+del _export
 
 
 def load_ipython_extension(ipython) -> None:

@@ -17,12 +17,6 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from transformers.utils.chat_template_utils import (
-    TypeHintParsingException,
-    _parse_type_hint,
-    parse_google_format_docstring,
-)
-
 __all__ = ["Tool", "ToolError", "tool", "make_tool", "registered_tools", "resolve_tools", "call_tool",
            "ask_before_running"]
 
@@ -66,6 +60,9 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
     name = name or getattr(function, "__name__", None)
     if not name or not name.isidentifier():
         raise ToolError(f"{function!r} has no usable name; pass tool(name='...').")
+    # Imported here: transformers takes seconds to import, and %load_ext should not wait.
+    from transformers.utils.chat_template_utils import parse_google_format_docstring
+
     doc = inspect.getdoc(function) or ""
     summary, google_args, _ = parse_google_format_docstring(doc) if doc else (None, {}, None)
     param_docs = {**dict(_SPHINX_PARAM.findall(doc)), **(google_args or {})}
@@ -80,6 +77,8 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
 
 
 def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict) -> dict:
+    from transformers.utils.chat_template_utils import TypeHintParsingException, _parse_type_hint
+
     signature = inspect.signature(function)
     try:
         hints = typing.get_type_hints(function)
