@@ -435,6 +435,27 @@ def test_think_flags_and_follow_up_on_the_reasoner(reasoner_shell, capsys):
 
 
 @pytest.mark.model
+def test_system_prompt_and_config_defaults_reach_the_request(reasoner_shell, capsys):
+    pirate = script("system_prompt")
+    system, user = (m["content"] for m in pirate["messages"])
+    result, _, err = run(reasoner_shell, f"%%chat --new --session pirate --system '{system}'\n{user}", capsys)
+    assert result.success, err
+    assert result.result.content.strip() == answer(pirate["reply"])
+    run(reasoner_shell, "%mlx config max_tokens=3 seed=11", capsys)
+    try:
+        result, _, _ = run(reasoner_shell, "%%chat --session pirate\nAgain.", capsys)
+        request = result.result.request
+        assert request["messages"][0] == {"role": "system", "content": system}  # kept by the session
+        assert (request["max_tokens"], request["seed"]) == (3, 11)
+        assert result.result.options == {"session": "pirate", "max_tokens": 3, "seed": 11}
+        result, _, _ = run(reasoner_shell, "%%chat --session pirate --max-tokens 2 --system ''\nAgain.", capsys)
+        assert result.result.request["max_tokens"] == 2  # the cell's flag wins
+        assert result.result.request["messages"][0]["role"] == "user"  # '' removed the system prompt
+    finally:
+        run(reasoner_shell, "%mlx config max_tokens= seed=", capsys)
+
+
+@pytest.mark.model
 def test_a_conversation_longer_than_the_context_says_how_to_go_on(reasoner_shell, capsys):
     context = magics_of(reasoner_shell).engine.model_info.context_length
     reasoner_shell.user_ns["long_text"] = "word " * context
