@@ -406,7 +406,7 @@ class MlxMagics(Magics):
                 pass
             else:
                 return ChatView(turn.model, turn.session)
-        return TerminalView(turn.model, turn.session)
+        return TerminalView(turn.model, turn.session, trim_edges="messages" in turn.request)
 
     def _result(self, turn: Turn, args: Any, magic: str) -> Turn:
         if turn.interrupted or turn.error:

@@ -22,12 +22,15 @@ __all__ = ["TerminalView"]
 class TerminalView:
     """Writes a turn's events to a text stream as they arrive."""
 
-    def __init__(self, turn_model: str, session: str, *, stream: TextIO | None = None) -> None:
+    def __init__(self, turn_model: str, session: str, *, stream: TextIO | None = None,
+                 trim_edges: bool = True) -> None:
         # Resolved now, not at import, so IPython's and pytest's stdout capture apply.
         self._out = stream if stream is not None else sys.stdout
         self._section: str | None = None
         self._written = False
         self._held = ""
+        # A chat reply's edges are template whitespace; a raw completion's are part of the text.
+        self._trim = trim_edges
         self.model = turn_model
         self.session = session
 
@@ -67,6 +70,10 @@ class TerminalView:
         """Stream text without the blank lines at a section's edges (the newlines around
         ``<think>`` markup): leading whitespace is dropped, trailing whitespace held back
         until more text of the same section follows it."""
+        if not self._trim:
+            self._start(section, prefix)
+            self._write(text)
+            return
         if section != self._section:
             text = text.lstrip()
             if not text:
