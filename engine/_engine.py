@@ -141,6 +141,10 @@ class Engine:
     def cache_info(self) -> CacheInfo:
         return self._thread.cache.info()
 
+    def clear_prompt_cache(self) -> None:
+        """Drop every prompt-cache entry (the next request runs cold)."""
+        self._thread.cache.clear()
+
     def trace(self, request_id: str):
         """The StreamFilter trace of a finished chat request's actual delta stream."""
         t = self._thread.traces.get(request_id)

@@ -1,0 +1,45 @@
+"""Engines shared by the engine tests: one per model per session (loading is the slow part)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlx_notebook.engine import Engine
+from mlx_notebook.engine.tiny_reasoner import load_scripts
+
+SCRIPTS = {script["name"]: script for script in load_scripts()}
+
+
+def _script_body(name: str, **extra) -> dict:
+    script = SCRIPTS[name]
+    body = {"messages": script["messages"], "max_tokens": 200}
+    for key in ("tools", "chat_template_kwargs"):
+        if key in script:
+            body[key] = script[key]
+    return {**body, **extra}
+
+
+@pytest.fixture(scope="session")
+def scripts():
+    """The tiny reasoner's scripted conversations by name."""
+    return SCRIPTS
+
+
+@pytest.fixture(scope="session")
+def script_body():
+    """``script_body(name, **extra)``: a chat body replaying a scripted conversation."""
+    return _script_body
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(tiny_reasoner_path):
+    engine = Engine(str(tiny_reasoner_path), progress=False)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def smollm2_engine(smollm2_path):
+    engine = Engine(str(smollm2_path), progress=False)
+    yield engine
+    engine.close()

@@ -1,0 +1,200 @@
+"""The in-process engine on real models: replies, streaming, usage, events, inspect, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlx_notebook.engine import (
+    ContentDelta, EngineRequestError, Finished, PrefillProgress, ReasoningDelta, Started,
+    TokenLogprobs, ToolCall, Usage,
+)
+
+pytestmark = pytest.mark.model
+
+FRANCE = {"messages": [{"role": "user",
+                        "content": "What is the capital of France? Answer in one sentence."}],
+          "max_tokens": 20}
+
+
+def test_smollm2_answers_the_capital_question(smollm2_engine):
+    r = smollm2_engine.chat_completions(FRANCE)
+    choice = r["choices"][0]
+    assert r["object"] == "chat.completion"
+    assert choice["message"] == {"role": "assistant", "content": "The capital of France is Paris."}
+    assert choice["finish_reason"] == "stop"
+    usage = r["usage"]
+    assert usage["completion_tokens"] == 8  # seven tokens of text and the end-of-turn token
+    assert usage["total_tokens"] == usage["prompt_tokens"] + 8
+    assert "cached_tokens" in usage["prompt_tokens_details"]
+
+
+def test_smollm2_stream_has_the_same_text_and_ends_with_usage(smollm2_engine):
+    chunks = list(smollm2_engine.chat_completions(
+        {**FRANCE, "stream": True, "stream_options": {"include_usage": True}}))
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+    assert text == "The capital of France is Paris."
+    assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[-1]["object"] == "chat.completion.chunk" and chunks[-1]["choices"] == []
+    assert chunks[-1]["usage"]["completion_tokens"] == 8
+    assert chunks[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] > 0  # a repeat
+
+
+def test_completions_stop_at_max_tokens(smollm2_engine):
+    r = smollm2_engine.completions({"prompt": "The capital of France is", "max_tokens": 3})
+    assert r["object"] == "text_completion"
+    assert r["choices"][0]["finish_reason"] == "length"
+    assert r["choices"][0]["text"].startswith("Paris")  # mlx-lm drops the leading space
+    assert r["usage"]["completion_tokens"] == 3
+
+
+@pytest.mark.parametrize("name", ["reason_then_answer", "thinking_disabled", "answer_from_tool_result"])
+def test_tiny_reasoner_reasoning_goes_to_reasoning_and_the_answer_to_content(
+    tiny_engine, name, script_body, scripts
+):
+    r = tiny_engine.chat_completions(script_body(name))
+    message = r["choices"][0]["message"]
+    expected = scripts[name]["reply"]
+    answer = expected.split("</think>")[-1]
+    assert message["content"] == answer
+    if "<think>" in expected:
+        thought = expected.split("<think>")[1].split("</think>")[0]
+        assert message["reasoning"] == thought
+    else:
+        assert "reasoning" not in message
+    assert r["choices"][0]["finish_reason"] == "stop"
+
+
+def test_reasoning_content_on_request(tiny_engine, script_body):
+    r = tiny_engine.chat_completions(script_body("reason_then_answer",
+                                                 reasoning_field="reasoning_content"))
+    message = r["choices"][0]["message"]
+    assert "reasoning" not in message and "17 + 25" in message["reasoning_content"]
+
+
+def test_tool_calls_come_back_as_openai_tool_call_objects(tiny_engine, script_body):
+    r = tiny_engine.chat_completions(script_body("parallel_tool_calls"))
+    choice = r["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    calls = choice["message"]["tool_calls"]
+    assert [c["function"]["name"] for c in calls] == ["get_weather", "get_weather"]
+    assert [json.loads(c["function"]["arguments"]) for c in calls] == [
+        {"city": "Tokyo"}, {"city": "Oslo"}]
+    assert all(c["type"] == "function" and c["id"] for c in calls)
+    assert "<tool_call>" not in (choice["message"]["content"] or "")
+
+
+def test_streamed_tool_calls_carry_an_index(tiny_engine, script_body):
+    chunks = list(tiny_engine.chat_completions(script_body("parallel_tool_calls", stream=True)))
+    calls = [tc for c in chunks for tc in c["choices"][0]["delta"].get("tool_calls", [])]
+    assert [c["index"] for c in calls] == [0, 1]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_events_tell_the_whole_story(tiny_engine, script_body):
+    handle = tiny_engine.submit(script_body("single_tool_call"))
+    events = list(handle.events())
+    assert handle.done
+    assert isinstance(events[0], Started) and events[0].request_id == handle.id
+    assert events[0].prompt_tokens == len(handle.prompt.tokens)
+    assert any(isinstance(e, PrefillProgress) for e in events)
+    assert any(isinstance(e, ReasoningDelta) for e in events)
+    (call,) = [e for e in events if isinstance(e, ToolCall)]
+    assert call.name == "get_weather" and call.arguments == {"city": "Paris"}
+    usage, finished = events[-2:]
+    assert isinstance(usage, Usage) and isinstance(finished, Finished)
+    assert finished.reason == "tool_calls"
+    assert usage.time_to_first_token > 0 and usage.decode_tokens_per_second > 0
+    assert usage.peak_memory > 0
+
+
+def test_logprobs_follow_openai_shape(tiny_engine, script_body):
+    r = tiny_engine.chat_completions(script_body("thinking_disabled", logprobs=True,
+                                                 top_logprobs=2))
+    content = r["choices"][0]["logprobs"]["content"]
+    assert len(content) == r["usage"]["completion_tokens"]
+    first = content[0]
+    assert set(first) == {"token", "logprob", "bytes", "top_logprobs"}
+    assert len(first["top_logprobs"]) == 2
+    # Greedy: the chosen token is the most likely one.
+    assert first["top_logprobs"][0]["token"] == first["token"]
+    assert first["logprob"] == pytest.approx(first["top_logprobs"][0]["logprob"])
+    assert "".join(e["token"] for e in content).startswith("Bonjour")
+
+
+def test_logprob_events_arrive_one_per_token(tiny_engine, script_body):
+    events = list(tiny_engine.submit(script_body("thinking_disabled", logprobs=True)).events())
+    lps = [e for e in events if isinstance(e, TokenLogprobs)]
+    assert len(lps) == events[-2].completion_tokens
+    assert all(lp.logprob <= 0 for lp in lps)
+
+
+def test_stop_strings_end_the_reply_before_the_stop_text(tiny_engine, script_body):
+    r = tiny_engine.chat_completions(script_body("long_story", stop=["Pip"]))
+    choice = r["choices"][0]
+    assert choice["finish_reason"] == "stop"
+    assert choice["message"]["content"].endswith("a small robot named ")
+    assert r["usage"]["completion_tokens"] < 100  # the unstopped reply runs to 200
+
+
+def test_inspect_shows_every_stage_without_generating(tiny_engine, script_body):
+    before = tiny_engine.cache_info().lookups
+    body = script_body("follow_up_turn", temperature=0.0)
+    inspection = tiny_engine.inspect(body)
+    assert inspection.options["max_tokens"] == 200 and inspection.options["top_p"] == 1.0
+    assert inspection.prompt_text.endswith("<|im_start|>assistant\n")
+    assert len(inspection.token_ids) == len(inspection.token_strings)
+    assert "".join(inspection.token_strings) == inspection.prompt_text
+    assert inspection.segments[-1].end == len(inspection.token_ids)
+    assert 0 <= inspection.cached_tokens < len(inspection.token_ids)
+    assert tiny_engine.cache_info().lookups == before  # nothing was scheduled
+    assert "prompt tokens" in str(inspection) and "<span" in inspection._repr_html_()
+
+
+def test_trace_replays_a_finished_request(tiny_engine, script_body, scripts):
+    handle = tiny_engine.submit(script_body("reason_then_answer"))
+    list(handle.events())
+    trace = tiny_engine.trace(handle.id)
+    assert trace.family == "qwen3"
+    assert trace.diff() == []
+    assert trace.text == scripts["reason_then_answer"]["reply"]
+
+
+def test_model_info_describes_the_model(tiny_engine, smollm2_engine):
+    tiny = tiny_engine.model_info
+    assert tiny.model_type == "qwen3" and tiny.thinking and tiny.tool_calling
+    assert tiny.context_length and tiny.parameters > 0 and tiny.memory_bytes > 0
+    smol = smollm2_engine.model_info
+    assert smol.model_type == "llama" and not smol.thinking and not smol.tool_calling
+    assert smol.quantization == "float32"
+    assert 130e6 < smol.parameters < 140e6
+
+
+BAD_BODIES = [
+    ({"messages": [{"role": "robot", "content": "hi"}]}, "messages[0].role"),
+    ({"messages": [{"role": "user", "content": "hi"}], "temperature": -2}, "temperature"),
+    ({"messages": [{"role": "user", "content": "hi"}], "model": "gpt-4o"}, "model"),
+    ({"messages": [{"role": "user", "content": "word " * 3000}]}, "messages"),
+    ({"messages": [{"role": "user", "content": "hi"}], "tools": "get_weather"}, "tools"),
+]
+
+
+@pytest.mark.parametrize("body,param", BAD_BODIES, ids=[p for _, p in BAD_BODIES])
+def test_bad_input_raises_an_openai_error_and_the_engine_survives(
+    tiny_engine, body, param, script_body
+):
+    with pytest.raises(EngineRequestError) as info:
+        tiny_engine.chat_completions(body)
+    assert info.value.error["param"] == param
+    assert info.value.error["type"] == "invalid_request_error"
+    assert tiny_engine.healthy
+    r = tiny_engine.chat_completions(script_body("thinking_disabled"))
+    assert r["choices"][0]["message"]["content"] == "Bonjour !"
+
+
+def test_a_prompt_longer_than_the_context_says_so(tiny_engine):
+    with pytest.raises(EngineRequestError) as info:
+        tiny_engine.completions({"prompt": "word " * 3000})
+    assert info.value.error["code"] == "context_length_exceeded"
+    assert "context" in info.value.message
