@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ARTIFACTS
 from mlx_notebook.display import TURN_MIME_TYPE
 
 pytestmark = pytest.mark.browser
@@ -23,7 +24,9 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 WATCH_CONTENT = """() => {
     window.__states = [];
     window.__prefill = 0;
+    window.__reasoningOpen = false;
     const record = () => {
+        if (document.querySelector('.mlxnb-live details.mlxnb-reasoning[open]')) window.__reasoningOpen = true;
         const bar = document.querySelector('.mlxnb-live .mlxnb-progress');
         if (bar && bar.style.display !== 'none') {
             window.__prefill = Math.max(window.__prefill, parseFloat(bar.firstChild.style.width));
@@ -52,7 +55,7 @@ for done in range(100, 401, 50):
     time.sleep(0.05)
 for word in "The user asks about Paris. I will look it up.".split():
     view.handle(ReasoningDelta(word + " "))
-    time.sleep(0.04)
+    time.sleep(0.1)
 view.handle(ToolCall(0, "call_0", "get_weather", {"city": "Paris"}, "<tool_call>...</tool_call>"))
 time.sleep(0.3)
 view.tool_result("call_0", result={"temperature": 21})
@@ -82,13 +85,15 @@ def test_hand_fed_turn_streams_then_leaves_the_static_output(notebook_page):
     live = nb.page.locator(".mlxnb-live")
     reasoning = live.locator("details.mlxnb-reasoning")
     reasoning.wait_for()
-    assert reasoning.get_attribute("open") is not None  # open while the model reasons
     live.locator(".mlxnb-tool-result").wait_for()
     assert "21" in live.locator(".mlxnb-tool-result").inner_text()
     live.locator(".mlxnb-content").wait_for()
     assert nb.page.evaluate("() => window.__prefill") > 50  # the prefill bar moved
-    assert reasoning.get_attribute("open") is None  # folded once the answer starts
+    assert nb.page.evaluate("() => window.__reasoningOpen")  # open while the model reasoned...
+    assert reasoning.get_attribute("open") is None  # ...folded once the answer started
     assert "tokens" in reasoning.locator("summary").inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    live.screenshot(path=str(ARTIFACTS / "hand-fed-live.png"))
     nb.wait_idle()
 
     states = nb.page.evaluate("() => window.__states")
