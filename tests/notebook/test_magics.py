@@ -312,6 +312,12 @@ def test_interrupt_cancels_the_reply_and_keeps_the_session_consistent(smollm2_sh
     assert result.success, err
     assert [m["content"] for m in result.result.request["messages"] if m["role"] == "user"] == [
         PARIS, "Thanks."]
+    # Kept on purpose, the partial reply goes back as history (as far as it got).
+    turn.keep()
+    result, _, _ = run(smollm2_shell, "%%chat --session story --max-tokens 1\nGo on.", capsys)
+    sent = result.result.request["messages"]
+    assert {"role": "user", "content": "Tell me a very long story about a robot."} in sent
+    assert {"role": "assistant", "content": turn.content} in sent
 
 
 # --------------------------------------------------------------------------- tiny reasoner
