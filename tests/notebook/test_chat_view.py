@@ -340,3 +340,22 @@ def test_a_headless_run_saves_the_static_turn_instead_of_the_widget():
         "The capital of France is Paris.", "[stop, 12 prompt tokens (4 cached), 7 completion tokens]"]
     assert "<details class=\"mlxnb-reasoning\"" in data["text/html"]
     assert outputs[0]["metadata"]["mlx_notebook"]["usage"]["cached_tokens"] == 4
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_a_real_story_reply_reaches_the_front_end_in_few_messages(kernel, tiny_reasoner_path):
+    run_cell(kernel, f"%load_ext mlx_notebook\n%load_model --no-progress {tiny_reasoner_path}")
+    # The tiny reasoner's scripted story: a few hundred tokens, decoded fast.
+    cell, messages = run_cell(kernel, "%%chat --temp 0 --tools none\nTell me a story about a small robot.")
+    comm = [m for m in messages if m["msg_type"] == "comm_msg" and m["parent_header"].get("msg_id") == cell]
+    deltas = [m["content"]["data"]["content"] for m in comm if m["content"]["data"]["method"] == "custom"]
+    _, out = run_cell(kernel, "print(_.usage['completion_tokens'], repr(_.reasoning + _.content))")
+    text = "".join(m["content"]["text"] for m in out if m["msg_type"] == "stream")
+    tokens, reply = text.split(" ", 1)
+    assert int(tokens) >= 250
+    assert "".join(d["text"] for d in deltas) == eval(reply)  # every character once, no resends
+    seconds = (comm[-1]["header"]["date"] - comm[0]["header"]["date"]).total_seconds()
+    assert len(deltas) <= 20 * seconds + 2
+    assert len(comm) <= 20 * seconds + 12  # plus a handful of state changes
+    print(f"{tokens} tokens in {seconds:.2f} s: {len(deltas)} delta messages, {len(comm)} comm messages")
