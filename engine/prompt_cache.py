@@ -173,7 +173,8 @@ class PromptCache:
             after = set(self._keys())
             key = tuple(tokens)
             self._template_args[key] = template_args
-            for gone in before - after:
+            # The new entry itself is evicted at once when it alone exceeds the budget.
+            for gone in (before | {key}) - after:
                 self._template_args.pop(gone, None)
                 # A prefix of the new entry is superseded, not evicted.
                 if gone != key[: len(gone)]:
