@@ -179,7 +179,7 @@ class NotebookPage:
 
 @pytest.fixture
 def notebook_page(lab, browser):
-    """``open(name, cells)`` writes a notebook and opens it in a fresh browser page."""
+    """``open(name, cells)`` writes a notebook (unless ``cells`` is None) and opens it in a fresh page."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     pages = []
 
@@ -187,7 +187,8 @@ def notebook_page(lab, browser):
         page = context.new_page()
         page.set_default_timeout(60_000)
         pages.append(page)
-        return NotebookPage(page, lab, lab.notebook(name, cells)).open()
+        path = name if cells is None else lab.notebook(name, cells)
+        return NotebookPage(page, lab, path).open()
 
     yield open_
     for page in pages:

@@ -386,3 +386,24 @@ def test_live_markdown_matches_the_static_html(browser):
         assert '<span class="mlxnb-tok-com"># c</span>' in code
     finally:
         page.close()
+
+
+def test_a_headless_run_reopens_untrusted_with_the_whole_turn_without_running(lab, notebook_page):
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(HAND_FED_TURN)])
+    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    nbformat.write(notebook, lab.root / "headless.ipynb")
+    # Opened as a stranger's notebook: untrusted, so JupyterLab sanitizes the HTML, and the
+    # kernel never runs a cell, so nothing but the saved output can show the turn.
+    nb = notebook_page("headless.ipynb", None)
+    static = nb.cell(0).locator(".mlxnb-static")
+    static.wait_for()
+    assert nb.cell(0).locator(".jp-OutputArea-output.jp-mod-trusted").count() == 0
+    assert static.locator(".mlxnb-content").inner_text().strip() == (
+        "It is 21 °C in Paris today, a fine day for a walk along the Seine. Enjoy it!")
+    assert static.locator("details.mlxnb-reasoning summary").inner_text().startswith("Reasoning")
+    assert static.locator(".mlxnb-tool-name").inner_text() == "get_weather"
+    assert "cached 100 (25%)" in static.locator(".mlxnb-footer").inner_text()
+    nb.screenshot("headless-reopened.png", 0)
