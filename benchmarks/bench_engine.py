@@ -1,0 +1,191 @@
+"""Engine vs mlx-lm, measured side by side in one run (these machines are noisy).
+
+    LD_PRELOAD=/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 \\
+        python benchmarks/bench_engine.py [--model DIR] [--tiny DIR] [--rounds 3]
+
+Prints, for SmolLM2 (float32 by default): single-stream decode tokens/s against
+``mlx_lm.stream_generate`` on the same prompt and 256 greedy tokens, added time to first
+token, aggregate tokens/s of 4 concurrent requests against single-stream, and time to first
+token of a follow-up turn on a ~500-token conversation against the same turn cold; for the
+tiny reasoner (where the model itself is fast): our per-token overhead in microseconds.
+Rounds alternate engine and mlx-lm runs; each figure is the median over rounds.
+The end-of-sequence tokens get a -100 logit bias on both sides so every run decodes exactly
+256 tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+
+import mlx.core as mx
+from mlx_lm import stream_generate
+from mlx_lm.sample_utils import make_logits_processors
+
+from mlx_notebook.engine import ContentDelta, Engine, Finished, ReasoningDelta
+
+TOKENS = 256
+PROMPT = "Write a long story about a lighthouse keeper and the sea, with many details."
+
+
+def _mlx_run(engine: Engine, prompt_tokens: list[int], eos_bias: dict) -> tuple[float, float]:
+    """(time to first token s, decode tokens/s) for mlx_lm.stream_generate."""
+    model = engine._thread.model
+    processors = make_logits_processors(logit_bias=eos_bias)
+    t0 = time.perf_counter()
+    first = None
+    n = 0
+    for _ in stream_generate(model, engine.tokenizer, mx.array(prompt_tokens),
+                             max_tokens=TOKENS, logits_processors=processors):
+        n += 1
+        if first is None:
+            first = time.perf_counter()
+    end = time.perf_counter()
+    return first - t0, (n - 1) / (end - first)
+
+
+def _engine_run(engine: Engine, body: dict) -> tuple[float, float, int]:
+    """(time to first token s, decode tokens/s, tokens) through the engine's request path."""
+    t0 = time.perf_counter()
+    handle = engine.submit(body, kind="completion")
+    first = None
+    usage = None
+    for e in handle.events():
+        if first is None and isinstance(e, (ContentDelta, ReasoningDelta)):
+            first = time.perf_counter()
+        if type(e).__name__ == "Usage":
+            usage = e
+        if isinstance(e, Finished):
+            end = time.perf_counter()
+    return first - t0, (usage.completion_tokens - 1) / (end - first), usage.completion_tokens
+
+
+def _body(engine: Engine, prompt_text: str) -> tuple[dict, list[int], dict]:
+    eos_bias = {int(t): -100.0 for t in engine.tokenizer.eos_token_ids}
+    body = {"prompt": prompt_text, "max_tokens": TOKENS,
+            "logit_bias": {str(k): v for k, v in eos_bias.items()}}
+    return body, engine.tokenizer.encode(prompt_text), eos_bias
+
+
+def _single_stream(engine: Engine, rounds: int) -> dict:
+    body, tokens, eos_bias = _body(engine, PROMPT)
+    ours, theirs, ttft_ours, ttft_theirs = [], [], [], []
+    _engine_run(engine, {**body, "max_tokens": 8})  # warm up both paths
+    _mlx_run(engine, tokens[:4], eos_bias)
+    for _ in range(rounds):
+        engine.clear_prompt_cache()
+        a_ttft, a_tps, _ = _engine_run(engine, body)
+        b_ttft, b_tps = _mlx_run(engine, tokens, eos_bias)
+        ours.append(a_tps), theirs.append(b_tps)
+        ttft_ours.append(a_ttft), ttft_theirs.append(b_ttft)
+    return {
+        "engine_tps": statistics.median(ours), "mlx_tps": statistics.median(theirs),
+        "ratio": statistics.median(a / b for a, b in zip(ours, theirs)),
+        "added_ttft_ms": statistics.median(
+            (a - b) * 1e3 for a, b in zip(ttft_ours, ttft_theirs)),
+    }
+
+
+def _concurrent(engine: Engine, rounds: int, n: int = 4) -> dict:
+    body, _, _ = _body(engine, PROMPT)
+    ratios = []
+    for r in range(rounds):
+        engine.clear_prompt_cache()
+        _, single_tps, _ = _engine_run(engine, body)
+        bodies = [{**body, "prompt": f"{PROMPT} Variant {i}-{r}."} for i in range(n)]
+        counts = [0] * n
+        barrier = threading.Barrier(n + 1)
+
+        def run(i):
+            barrier.wait()
+            counts[i] = _engine_run(engine, bodies[i])[2]
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        barrier.wait()
+        t0 = time.perf_counter()
+        for t in threads:
+            t.join()
+        aggregate = sum(counts) / (time.perf_counter() - t0)
+        ratios.append(aggregate / single_tps)
+    return {"ratio": statistics.median(ratios)}
+
+
+def _follow_up(engine: Engine, rounds: int) -> dict:
+    story = " ".join(f"Fact {i}: the lighthouse keeper logged the tide at hour {i}."
+                     for i in range(36))
+    turn1 = [{"role": "system", "content": "You are a careful assistant."},
+             {"role": "user", "content": f"Here are my notes. {story} Summarize them."}]
+    ratios, sizes = [], []
+    for _ in range(rounds):
+        engine.clear_prompt_cache()
+        r1 = engine.chat_completions({"messages": turn1, "max_tokens": 16})
+        turn2 = turn1 + [r1["choices"][0]["message"],
+                         {"role": "user", "content": "Which hour came last?"}]
+        body = {"messages": turn2, "max_tokens": 2}
+        t0 = time.perf_counter()
+        warm = engine.chat_completions(body)
+        warm_t = time.perf_counter() - t0
+        engine.clear_prompt_cache()
+        t0 = time.perf_counter()
+        engine.chat_completions(body)
+        cold_t = time.perf_counter() - t0
+        ratios.append(warm_t / cold_t)
+        sizes.append((warm["usage"]["prompt_tokens"],
+                      warm["usage"]["prompt_tokens_details"]["cached_tokens"]))
+    return {"ratio": statistics.median(ratios), "prompt_tokens": sizes[-1][0],
+            "cached_tokens": sizes[-1][1]}
+
+
+def _overhead(tiny: Engine, rounds: int) -> dict:
+    body, tokens, eos_bias = _body(tiny, "What is 17 + 25?")
+    chat = {"messages": [{"role": "user", "content": "Tell me a long story."}],
+            "max_tokens": TOKENS, "logit_bias": body["logit_bias"]}
+    _engine_run(tiny, {**body, "max_tokens": 8})
+    over, over_chat = [], []
+    for _ in range(rounds):
+        _, ours, _ = _engine_run(tiny, body)
+        _, theirs = _mlx_run(tiny, tokens, eos_bias)
+        over.append((1 / ours - 1 / theirs) * 1e6)
+        # The chat path adds the StreamFilter (rendering happens before the clock starts).
+        handle = tiny.submit(chat)
+        times = [time.perf_counter() for e in handle.events()
+                 if isinstance(e, (ContentDelta, ReasoningDelta))]
+        chat_tps = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else ours
+        over_chat.append((1 / chat_tps - 1 / theirs) * 1e6)
+    return {"us_per_token": statistics.median(over),
+            "us_per_token_chat": statistics.median(over_chat),
+            "mlx_us_per_token": 1e6 / theirs}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2-135m-instruct")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--tiny", default="tiny-reasoner")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with Engine(args.model, dtype=args.dtype, progress=False) as engine:
+        single = _single_stream(engine, args.rounds)
+        print(f"single stream: engine {single['engine_tps']:.1f} tok/s, "
+              f"mlx_lm.stream_generate {single['mlx_tps']:.1f} tok/s, "
+              f"ratio {single['ratio']:.3f} (bar >= 0.95)")
+        print(f"added time to first token: {single['added_ttft_ms']:.1f} ms (bar < 10)")
+        conc = _concurrent(engine, args.rounds)
+        print(f"4 concurrent requests: aggregate {conc['ratio']:.2f}x single stream (bar >= 2)")
+        follow = _follow_up(engine, args.rounds)
+        print(f"follow-up turn ({follow['prompt_tokens']} prompt tokens, "
+              f"{follow['cached_tokens']} cached): time to first token "
+              f"{follow['ratio']:.3f}x cold (bar <= 0.3)")
+    with Engine(args.tiny, progress=False) as tiny:
+        o = _overhead(tiny, args.rounds)
+        print(f"tiny reasoner: our overhead {o['us_per_token']:.0f} us/token on completions, "
+              f"{o['us_per_token_chat']:.0f} us/token on chat with the StreamFilter "
+              f"(mlx-lm itself {o['mlx_us_per_token']:.0f} us/token; bar < 100)")
+
+
+if __name__ == "__main__":
+    main()
