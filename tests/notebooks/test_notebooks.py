@@ -68,7 +68,10 @@ def test_notebook_is_saved_with_the_outputs_nbval_compares(notebook):
 @pytest.mark.model
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
-def test_notebook_runs_and_matches_its_saved_outputs(notebook):
+def test_notebook_runs_and_matches_its_saved_outputs(notebook, smollm2_path, tiny_reasoner_path):
+    # The fixtures build both models into the store first (a fresh CI machine fetches and
+    # imports SmolLM2 and trains the tiny reasoner once), so the time measured is the
+    # notebook's own.
     result, seconds = run_nbval(notebook)
     report = result.stdout[-6000:] + result.stderr[-2000:]
     assert result.returncode == 0, f"nbval failed on {notebook.name}:\n{report}"
