@@ -17,6 +17,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,10 +112,22 @@ def lab(tmp_path_factory) -> Lab:
 def browser():
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    # tests/run.sh preloads OpenBLAS for the models; inherited by Playwright's node driver it
+    # makes pthread_create fail and the driver hang, so the driver and browser start without it.
+    preload = os.environ.pop("LD_PRELOAD", None)
+    try:
+        manager = sync_playwright()
+        playwright = manager.start()
+    finally:
+        if preload is not None:
+            os.environ["LD_PRELOAD"] = preload
+    env = {key: value for key, value in os.environ.items() if key != "LD_PRELOAD"}
+    try:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, env=env)
         yield chromium
         chromium.close()
+    finally:
+        manager.__exit__(None, None, None)
 
 
 class NotebookPage:
@@ -169,10 +182,14 @@ class NotebookPage:
             """index => window.jupyterapp.shell.currentWidget.content.model.cells.get(index)
                 .toJSON().outputs""", index)
 
-    def screenshot(self, name: str, index: int | None = None) -> Path:
+    def screenshot(self, name: str, target: int | Any | None = None) -> Path:
+        """Save ``test-artifacts/<name>`` of the page, a cell (by index) or any locator."""
         ARTIFACTS.mkdir(exist_ok=True)
         path = ARTIFACTS / name
-        target = self.cell(index) if index is not None else self.page
+        if target is None:
+            target = self.page
+        elif isinstance(target, int):
+            target = self.cell(target)
         target.screenshot(path=str(path))
         return path
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ARTIFACTS
 from mlx_notebook.display import TURN_MIME_TYPE
 
 pytestmark = pytest.mark.browser
@@ -92,8 +91,7 @@ def test_hand_fed_turn_streams_then_leaves_the_static_output(notebook_page):
     assert nb.page.evaluate("() => window.__reasoningOpen")  # open while the model reasoned...
     assert reasoning.get_attribute("open") is None  # ...folded once the answer started
     assert "tokens" in reasoning.locator("summary").inner_text()
-    ARTIFACTS.mkdir(exist_ok=True)
-    live.screenshot(path=str(ARTIFACTS / "hand-fed-live.png"))
+    nb.screenshot("hand-fed-live.png", live)
     nb.wait_idle()
 
     states = nb.page.evaluate("() => window.__states")
