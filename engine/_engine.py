@@ -19,7 +19,7 @@ from typing import Any, Iterator, Mapping
 import mlx.core as mx
 
 from . import responses
-from ._config import DEFAULT_PROMPT_CACHE_BYTES, EngineConfig
+from ._config import DEFAULT_PROMPT_CACHE_BYTES, SAMPLING_DEFAULTS, EngineConfig
 from .admission import GenerationRequest, admit
 from .engine_thread import EngineThread
 from .errors import EngineDeadError, EngineError, EngineRequestError
@@ -88,8 +88,14 @@ class Engine:
             reasoning_field=reasoning_field,
             decode_concurrency=decode_concurrency,
         )
+        unknown = set(self.config.default_sampling) - set(SAMPLING_DEFAULTS)
+        if unknown:
+            raise EngineError(
+                f"Unknown default_sampling option(s) {', '.join(sorted(unknown))}; use "
+                f"{', '.join(SAMPLING_DEFAULTS)}."
+            )
         # Check default_sampling the way a request body is checked, before loading anything.
-        admit({"prompt": ""}, kind="completion", config=self.config)
+        admit({"prompt": ""}, kind="completion", config=self.config)  # raises on bad values
         self._thread = EngineThread(self.config)
         self._render_lock = threading.Lock()
         self._closed = False

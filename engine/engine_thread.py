@@ -177,15 +177,15 @@ class EngineThread:
                     continue
             while not inbox.empty():
                 self._handle(inbox.get_nowait(), scheduler)
-            self.active = len(scheduler.active)
+            self.active = scheduler.running
             if not scheduler.idle:
                 scheduler.step()
-                self.active = len(scheduler.active)
+                self.active = scheduler.running
 
     def _handle(self, message, scheduler: Scheduler) -> None:
         if isinstance(message, Job):
             try:
-                scheduler.add(message)
+                scheduler.add(message, alone=self.inbox.empty())
             except Exception as e:  # a bad job fails alone
                 log.exception("could not schedule %s", message.request_id)
                 message.out.put(Error(f"Could not schedule the request: {e}"))

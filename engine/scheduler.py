@@ -16,6 +16,7 @@ from queue import SimpleQueue
 
 import mlx.core as mx
 from mlx_lm.generate import BatchGenerator, make_stop_sequences
+from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
 from ._config import EngineConfig
@@ -24,6 +25,7 @@ from .events import PrefillProgress
 from .prompt_cache import PromptCache
 from .rendering import RenderedPrompt
 from .reply_stream import ReplyStream
+from .single_stream import SingleStream
 
 __all__ = ["Job", "Scheduler"]
 
@@ -63,6 +65,13 @@ class Scheduler:
         self.filter_class = filter_class
         self.on_done = on_done
         """Called with (job, reply) when a request leaves the batch (for traces)."""
+        self.model = model
+        self.stream = mx.default_stream(mx.default_device())
+        self.single: SingleStream | None = None
+        # The fast path hands a request over to the batch by trimming its cache, so it is
+        # only taken when the model's caches can be trimmed (not rotating/sliding-window).
+        self._single_ok = config.max_kv_size is None and can_trim_prompt_cache(
+            make_prompt_cache(model))
         self.batch = BatchGenerator(
             model,
             completion_batch_size=config.decode_concurrency,
@@ -72,7 +81,7 @@ class Scheduler:
             # Not mlx-lm's thread-local generation_stream: using a thread-local stream
             # from a non-main thread intermittently aborts the process at exit
             # ("terminate called without an active exception", measured here).
-            stream=mx.default_stream(mx.default_device()),
+            stream=self.stream,
         )
         self.active: dict[int, _Active] = {}
         self._stop_sequences: dict[tuple[str, ...], object] = {}
@@ -80,7 +89,11 @@ class Scheduler:
 
     @property
     def idle(self) -> bool:
-        return not self.active
+        return not self.active and self.single is None
+
+    @property
+    def running(self) -> int:
+        return len(self.active) + (self.single is not None)
 
     # -- admission onto the batch ----------------------------------------------------------
     def _sampler(self, request: GenerationRequest):
@@ -110,8 +123,16 @@ class Scheduler:
             seqs = self._stop_sequences[stop] = make_stop_sequences(self.tokenizer, list(stop))
         return seqs
 
-    def add(self, job: Job) -> None:
-        """Look up the prompt cache and put ``job`` on the batch."""
+    def _fast_path_ok(self, request: GenerationRequest, alone: bool) -> bool:
+        p = request.penalties
+        return (alone and self._single_ok and self.idle and p.repetition_penalty == 0
+                and p.presence_penalty == 0 and p.frequency_penalty == 0)
+
+    def add(self, job: Job, *, alone: bool = False) -> None:
+        """Look up the prompt cache and start ``job``: alone on the fast path, or batched.
+
+        ``alone`` says no other job is waiting, so the single-stream path may take it.
+        """
         request, prompt = job.request, job.prompt
         reply = ReplyStream(job.request_id, request, prompt, self.tokenizer, job.out,
                             self.filter_class)
@@ -130,6 +151,18 @@ class Scheduler:
         reply.start(cached)
         if request.seed is not None:
             mx.random.seed(request.seed)
+        if self._fast_path_ok(request, alone):
+            if cache is None:
+                cache = make_prompt_cache(self.model)
+            self.single = SingleStream(
+                self.model, self.stream, _Active(job, reply, []), cache=cache, tokens=tokens,
+                cached=cached, sampler=self._sampler(request),
+                processors=self._processors(request), stop_sequences=self._stops(request.stop),
+                prefill_step_size=self.config.prefill_step_size,
+            )
+            return
+        if self.single is not None:
+            self._move_single_to_batch()
         (uid,) = self.batch.insert_segments(
             segments=[segments],
             max_tokens=[request.max_tokens],
@@ -144,9 +177,52 @@ class Scheduler:
         # Room for the KV caches being decoded comes out of the prompt cache's budget.
         self.cache.trim_to(self.config.prompt_cache_bytes - self.batch.prompt_cache_nbytes)
 
+    def _move_single_to_batch(self) -> None:
+        single, self.single = self.single, None
+        a = single.active
+        cache, tokens, last = single.detach()
+        (uid,) = self.batch.insert_segments(
+            segments=[[[last]]],
+            max_tokens=[single.request.max_tokens - single.generated],
+            caches=[cache],
+            all_tokens=[tokens],
+            samplers=[self._sampler(single.request)],
+            logits_processors=[self._processors(single.request)],
+            stop_sequences=[self._stops(single.request.stop)],
+        )
+        self.active[uid] = a
+
+    def _step_single(self) -> None:
+        single = self.single
+        a = single.active
+        try:
+            if a.job.cancel.is_set():
+                single.close()
+                reason = "cancelled"
+            else:
+                token, logprobs, reason = single.step()
+                stopped = a.reply.on_token(token, logprobs, reason)
+                if reason is None and stopped:
+                    single.close()
+                    reason = "stop"
+            if reason is None:
+                return
+            self.cache.insert(single.tokens, single.cache, kind="assistant",
+                              template_args=a.job.request.chat_template_kwargs)
+            self.single = None
+            a.reply.finish(reason)
+        except Exception as e:  # one request's failure must not take the engine down
+            log.exception("request %s failed", a.job.request_id)
+            self.single = None
+            a.reply.fail(f"Generation failed: {e}")
+        self.on_done(a.job, a.reply)
+
     # -- one step ----------------------------------------------------------------------------
     def step(self) -> None:
-        """One prefill chunk and/or one decode step for everything on the batch."""
+        """One prefill chunk and/or one decode step for everything running."""
+        if self.single is not None:
+            self._step_single()
+            return
         self._apply_cancellations()
         if not self.active:
             return
@@ -208,6 +284,9 @@ class Scheduler:
 
     # -- shutdown ----------------------------------------------------------------------------
     def fail_all(self, message: str, type: str = "server_error") -> None:
+        if self.single is not None:
+            self.single.active.reply.fail(message, type)
+            self.single = None
         for a in self.active.values():
             a.reply.fail(message, type)
         self.active.clear()

@@ -123,3 +123,20 @@ def test_interpreter_exit_with_a_live_engine_is_clean(tiny_reasoner_path, attemp
     assert done.returncode == 0, done.stderr[-2000:]
     assert "exiting" in done.stdout
     assert "terminate called" not in done.stderr
+
+
+def test_a_request_joining_mid_reply_moves_the_first_onto_the_batch_without_a_seam(
+        tiny_engine, script_body, scripts):
+    first = tiny_engine.submit(script_body("long_story", max_tokens=120))
+    events = first.events()
+    texts = []
+    for e in events:
+        if isinstance(e, (ContentDelta, ReasoningDelta)):
+            texts.append(e.text)
+            if len(texts) == 10:
+                break
+    second = tiny_engine.chat_completions(script_body("reason_then_answer"))
+    texts += [e.text for e in events if isinstance(e, (ContentDelta, ReasoningDelta))]
+    story = scripts["long_story"]["reply"].replace("<think>", "").replace("</think>", "")
+    assert story.startswith("".join(texts)) and len("".join(texts)) > 150
+    assert second["choices"][0]["message"]["content"] == "\n\n17 + 25 = 42."
