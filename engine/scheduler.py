@@ -1,5 +1,7 @@
 """The scheduler: continuous batching of admitted requests on the engine thread.
 
+A request alone on the engine runs on the single-stream fast path (``SingleStream``, mlx-lm's
+``generate_step``); as soon as a second one arrives it moves onto the batch.
 mlx-lm's ``BatchGenerator`` does the batched prefill and decode; this class feeds it jobs,
 takes prompt-cache snapshots where mlx_lm.server takes them (end of the system prompt and
 of the conversation, and the whole sequence when a reply ends), applies cancellations

@@ -198,3 +198,12 @@ def test_a_prompt_longer_than_the_context_says_so(tiny_engine):
         tiny_engine.completions({"prompt": "word " * 3000})
     assert info.value.error["code"] == "context_length_exceeded"
     assert "context" in info.value.message
+
+
+def test_a_seed_makes_sampling_repeatable(tiny_engine, script_body):
+    body = script_body("long_story", temperature=1.5, seed=7, max_tokens=40)
+    a = tiny_engine.chat_completions(body)["choices"][0]["message"]
+    b = tiny_engine.chat_completions(body)["choices"][0]["message"]
+    assert a == b
+    c = tiny_engine.chat_completions({**body, "seed": 8})["choices"][0]["message"]
+    assert c != a
