@@ -27,6 +27,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+KERNEL = "mlx-notebook-test"
 OPENBLAS = Path(f"/usr/lib/{os.uname().machine}-linux-gnu/openblas-pthread/libblas.so.3")
 
 
@@ -46,7 +47,8 @@ class Lab:
         """Write a notebook of code cells and return its path relative to the server root."""
         notebook = {
             "nbformat": 4, "nbformat_minor": 5,
-            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "metadata": {"kernelspec": {"name": KERNEL, "display_name": "Python 3 (mlx-notebook tests)",
+                                        "language": "python"}},
             "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "source": source,
                        "outputs": [], "execution_count": None} for i, source in enumerate(cells)],
         }
@@ -68,11 +70,12 @@ def lab(tmp_path_factory) -> Lab:
     kernel_env = {"PYTHONUNBUFFERED": "1"}
     if OPENBLAS.exists():
         kernel_env["LD_PRELOAD"] = str(OPENBLAS)  # fast float32 matmuls (DESIGN.md)
-    kernel_dir = data / "kernels" / "python3"
+    # Its own name: in a venv, jupyter prefers the venv's own "python3" spec over ours.
+    kernel_dir = data / "kernels" / KERNEL
     kernel_dir.mkdir(parents=True)
     (kernel_dir / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3", "language": "python", "env": kernel_env,
+        "display_name": "Python 3 (mlx-notebook tests)", "language": "python", "env": kernel_env,
     }))
     token, port = secrets.token_hex(16), _free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
