@@ -140,24 +140,54 @@ def _follow_up(engine: Engine, rounds: int) -> dict:
             "cached_tokens": sizes[-1][1]}
 
 
+def _path_overhead(tiny: Engine, repeats: int = 5) -> float:
+    """Microseconds per token of our own per-token path with the model taken out.
+
+    A real reply's tokens go through what the engine thread does per token (streaming
+    detokenizer, stop guard, StreamFilter, events onto the queue) while a consumer thread
+    reads the events, as a caller does.
+    """
+    from queue import SimpleQueue
+
+    from mlx_notebook.engine.admission import admit
+    from mlx_notebook.engine.rendering import render
+    from mlx_notebook.engine.reply_stream import ReplyStream, load_stream_filter
+    from mlx_notebook.engine.tiny_reasoner import load_scripts
+
+    script = next(s for s in load_scripts() if s["name"] == "parallel_tool_calls")
+    body = {"messages": script["messages"], "tools": script["tools"]}
+    request = admit(body, kind="chat", config=tiny.config)
+    prompt = render(request, tiny.tokenizer, model_type=tiny.model_info.model_type)
+    tokens = tiny.tokenizer.encode(script["reply"], add_special_tokens=False)
+    best = float("inf")
+    for _ in range(repeats):
+        out = SimpleQueue()
+        reply = ReplyStream("bench", request, prompt, tiny.tokenizer, out, load_stream_filter())
+
+        def consume():
+            while not isinstance(out.get(), Finished):
+                pass
+
+        reader = threading.Thread(target=consume)
+        reader.start()
+        t0 = time.perf_counter()
+        for tok in tokens:
+            reply.on_token(tok, None, None)
+        reply.finish("stop")
+        reader.join()
+        best = min(best, (time.perf_counter() - t0) / len(tokens) * 1e6)
+    return best
+
+
 def _overhead(tiny: Engine, rounds: int) -> dict:
     body, tokens, eos_bias = _body(tiny, "What is 17 + 25?")
-    chat = {"messages": [{"role": "user", "content": "Tell me a long story."}],
-            "max_tokens": TOKENS, "logit_bias": body["logit_bias"]}
     _engine_run(tiny, {**body, "max_tokens": 8})
-    over, over_chat = [], []
+    over = []
     for _ in range(rounds):
         _, ours, _ = _engine_run(tiny, body)
         _, theirs = _mlx_run(tiny, tokens, eos_bias)
         over.append((1 / ours - 1 / theirs) * 1e6)
-        # The chat path adds the StreamFilter (rendering happens before the clock starts).
-        handle = tiny.submit(chat)
-        times = [time.perf_counter() for e in handle.events()
-                 if isinstance(e, (ContentDelta, ReasoningDelta))]
-        chat_tps = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else ours
-        over_chat.append((1 / chat_tps - 1 / theirs) * 1e6)
-    return {"us_per_token": statistics.median(over),
-            "us_per_token_chat": statistics.median(over_chat),
+    return {"us_per_token": statistics.median(over), "path_us": _path_overhead(tiny),
             "mlx_us_per_token": 1e6 / theirs}
 
 
@@ -167,24 +197,34 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--tiny", default="tiny-reasoner")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", nargs="*", default=["single", "concurrent", "follow", "tiny"],
+                        help="sections to run (single concurrent follow tiny)")
     args = parser.parse_args()
     with Engine(args.model, dtype=args.dtype, progress=False) as engine:
-        single = _single_stream(engine, args.rounds)
-        print(f"single stream: engine {single['engine_tps']:.1f} tok/s, "
-              f"mlx_lm.stream_generate {single['mlx_tps']:.1f} tok/s, "
-              f"ratio {single['ratio']:.3f} (bar >= 0.95)")
-        print(f"added time to first token: {single['added_ttft_ms']:.1f} ms (bar < 10)")
-        conc = _concurrent(engine, args.rounds)
-        print(f"4 concurrent requests: aggregate {conc['ratio']:.2f}x single stream (bar >= 2)")
-        follow = _follow_up(engine, args.rounds)
-        print(f"follow-up turn ({follow['prompt_tokens']} prompt tokens, "
-              f"{follow['cached_tokens']} cached): time to first token "
-              f"{follow['ratio']:.3f}x cold (bar <= 0.3)")
+        if "single" in args.only:
+            single = _single_stream(engine, args.rounds)
+            print(f"single stream: engine {single['engine_tps']:.1f} tok/s, "
+                  f"mlx_lm.stream_generate {single['mlx_tps']:.1f} tok/s, "
+                  f"ratio {single['ratio']:.3f} (bar >= 0.95)", flush=True)
+            print(f"added time to first token: {single['added_ttft_ms']:.1f} ms (bar < 10)",
+                  flush=True)
+        if "concurrent" in args.only:
+            conc = _concurrent(engine, args.rounds)
+            print(f"4 concurrent requests: aggregate {conc['ratio']:.2f}x single stream "
+                  "(bar >= 2)", flush=True)
+        if "follow" in args.only:
+            follow = _follow_up(engine, args.rounds)
+            print(f"follow-up turn ({follow['prompt_tokens']} prompt tokens, "
+                  f"{follow['cached_tokens']} cached): time to first token "
+                  f"{follow['ratio']:.3f}x cold (bar <= 0.3)", flush=True)
+    if "tiny" not in args.only:
+        return
     with Engine(args.tiny, progress=False) as tiny:
         o = _overhead(tiny, args.rounds)
-        print(f"tiny reasoner: our overhead {o['us_per_token']:.0f} us/token on completions, "
-              f"{o['us_per_token_chat']:.0f} us/token on chat with the StreamFilter "
-              f"(mlx-lm itself {o['mlx_us_per_token']:.0f} us/token; bar < 100)")
+        print(f"tiny reasoner: engine minus stream_generate {o['us_per_token']:.0f} us/token "
+              f"(mlx-lm itself {o['mlx_us_per_token']:.0f} us/token); our per-token path "
+              f"with the model taken out (detokenizer, StreamFilter, events, hand-off): "
+              f"{o['path_us']:.0f} us/token (bar < 100)")
 
 
 if __name__ == "__main__":
