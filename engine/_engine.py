@@ -12,7 +12,6 @@ import atexit
 import threading
 import time
 import uuid
-import weakref
 from queue import SimpleQueue
 from typing import Any, Iterator, Mapping
 
@@ -32,16 +31,22 @@ from .scheduler import Job
 
 __all__ = ["Engine"]
 
-_live_engines: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+# Engine threads not yet stopped, held strongly: an Engine the caller dropped without
+# close() still has a running thread that must be stopped before the interpreter exits.
+_live_threads: set[EngineThread] = set()
 
 
 @atexit.register
-def _close_live_engines() -> None:
+def _stop_live_engine_threads() -> None:
     # The engine thread is a daemon, so interpreter shutdown does not wait for it; stopping
     # and joining it here lets it release MLX state on its own thread before the process
     # tears down (an MLX thread killed mid-evaluation aborts the process).
-    for engine in list(_live_engines):
-        engine.close()
+    threads = list(_live_threads)
+    for thread in threads:
+        thread.stop()
+        _live_threads.discard(thread)
+    if threads:
+        _settle_mlx_on_this_thread()
 
 
 class Engine:
@@ -104,7 +109,7 @@ class Engine:
         self._accepted_models = frozenset(
             m for m in (info.name, info.path, self.config.model_spec) if m
         )
-        _live_engines.add(self)
+        _live_threads.add(self._thread)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -113,7 +118,7 @@ class Engine:
             return
         self._closed = True
         self._thread.stop()
-        _live_engines.discard(self)
+        _live_threads.discard(self._thread)
         _settle_mlx_on_this_thread()
 
     def __enter__(self) -> "Engine":

@@ -112,13 +112,15 @@ _EXIT_SCRIPT = textwrap.dedent("""
     for i, e in enumerate(handle.events()):
         if i == 5:
             break  # exit with the request still decoding and the engine never closed
+    if sys.argv[2] == "drop":
+        del engine, handle  # the caller lost its reference; the thread still runs
     print("exiting")
 """)
 
 
-@pytest.mark.parametrize("attempt", [1, 2])
-def test_interpreter_exit_with_a_live_engine_is_clean(tiny_reasoner_path, attempt):
-    done = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, str(tiny_reasoner_path)],
+@pytest.mark.parametrize("how", ["keep", "drop"])
+def test_interpreter_exit_with_a_live_engine_is_clean(tiny_reasoner_path, how):
+    done = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, str(tiny_reasoner_path), how],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "exiting" in done.stdout
