@@ -15,6 +15,8 @@ import pytest
 
 from mlx_notebook.display import TURN_MIME_TYPE
 
+KERNEL = "mlx-notebook-test"  # the test server's kernelspec (conftest.py)
+
 pytestmark = pytest.mark.browser
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -392,6 +394,7 @@ def test_a_headless_run_reopens_untrusted_with_the_whole_turn_without_running(la
 
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(HAND_FED_TURN)])
     NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    notebook.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, lab.root / "headless.ipynb")
     # Opened as a stranger's notebook: untrusted, so JupyterLab sanitizes the HTML, and the
     # kernel never runs a cell, so nothing but the saved output can show the turn.
