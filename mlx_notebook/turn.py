@@ -210,11 +210,20 @@ class Turn:
         display(data, metadata=metadata, raw=True)
 
     def _mimebundle(self) -> tuple[dict, dict]:
-        try:
-            from .display import turn_mimebundle
-        except ImportError:  # the static display lands separately; plain text until then
-            return {"text/plain": self.plain_text()}, {"mlx_notebook": self.metadata()}
+        from .display import turn_mimebundle
+
         return turn_mimebundle(self)
+
+    def show_tokens(self):
+        """The reply token by token, shaded by probability, alternatives on hover.
+
+        Needs the turn's logprobs: run the cell with ``%%chat --tokens``.
+        """
+        from .widgets import TokenView
+
+        if not self.logprobs:
+            raise ValueError("This turn has no logprobs: run the cell with %%chat --tokens to record them.")
+        return TokenView(self.logprobs)
 
     def plain_text(self) -> str:
         """The turn as a terminal shows it: reasoning, tool calls, answer, one summary line."""

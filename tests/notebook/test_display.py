@@ -194,3 +194,11 @@ def test_reasoning_of_several_rounds_reads_as_one_paragraph_per_round():
     data = turn_mimebundle(turn)[0]
     assert ">First I call.\n\nThen I answer.</div>" in data["text/html"]
     assert data["text/plain"].startswith("[reasoning] First I call.\n\nThen I answer.\n")
+
+
+def test_show_tokens_without_logprobs_says_how_to_get_them():
+    from mlx_notebook.turn import Turn
+
+    turn = Turn(model="m", session="default", request={}, content="Hi", reasoning="", tool_calls=[])
+    with pytest.raises(ValueError, match=r"run the cell with %%chat --tokens"):
+        turn.show_tokens()

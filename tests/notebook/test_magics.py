@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import io
+import html
 import json
 import threading
 import time
@@ -225,6 +226,8 @@ def test_flags_reach_the_body_under_their_server_names(smollm2_shell, capsys):
     assert "#  delta" in out and "finish_reason" in out  # --raw chunk table
     assert len(turn.logprobs) == turn.usage["completion_tokens"] == 2
     assert all(len(item["top_logprobs"]) == 2 for item in turn.logprobs)
+    shown = turn.show_tokens()._repr_mimebundle_()["text/html"]
+    assert all(html.escape(item["token"]) in shown for item in turn.logprobs)
     assert turn.metadata()["seed"] == 7
     fails_with(smollm2_shell, "%%chat --session flags --max-tokens 0\nHi",
                "%%chat: --max-tokens must be at least 1, got 0.", capsys)
