@@ -4,6 +4,13 @@ Installed as ``mlx_notebook.engine``. Nothing here imports IPython, ipywidgets, 
 the notebook layer above it (a test enforces it).
 """
 
+import os
+
+# mlx-lm imports transformers, which prints an advisory "PyTorch was not found" line on
+# import; mlx needs no PyTorch, and in a notebook that line lands in every cell's output.
+# Only advisory warnings are silenced, and only when the user has not chosen otherwise.
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
 from .errors import EngineDeadError, EngineError, EngineRequestError, ModelStoreError
 from .model_store import DEFAULT_MODEL, cache_dir, resolve_model
 from ._config import EngineConfig
