@@ -59,7 +59,7 @@ class Lab:
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory) -> Lab:
     if not CHROMIUM.exists():
-        pytest.fail("Chromium is missing: run .ci/install-browser (apt-get install chromium)")
+        pytest.fail("Chromium is missing: run bash tests/run.sh as root, or apt-get install chromium")
     home = tmp_path_factory.mktemp("lab")
     root, data = home / "root", home / "data"
     root.mkdir()
