@@ -38,10 +38,11 @@ def _mlx_run(engine: Engine, prompt_tokens: list[int], eos_bias: dict) -> tuple[
     t0 = time.perf_counter()
     first = None
     n = 0
-    for _ in stream_generate(model, engine.tokenizer, mx.array(prompt_tokens),
+    for r in stream_generate(model, engine.tokenizer, mx.array(prompt_tokens),
                              max_tokens=TOKENS, logits_processors=processors):
         n += 1
-        if first is None:
+        # First *text*, as the engine side measures it: a detokenizer may hold a token back.
+        if first is None and r.text:
             first = time.perf_counter()
     end = time.perf_counter()
     return first - t0, (n - 1) / (end - first)
