@@ -22,8 +22,15 @@ __all__ = ["import_gguf", "IMPORT_DTYPES", "SUPPORTED_ARCHITECTURES"]
 
 IMPORT_DTYPES = ("keep", "float32", "bfloat16")
 SUPPORTED_ARCHITECTURES = ("llama",)
-# GGUF tensor types mx.load keeps quantized; any other type is a format we cannot carry over.
 _GROUP_SIZE = 32
+# general.file_type values whose tensors mx.load returns as stored (float) or keeps quantized.
+# mx.load silently dequantizes every other type (K-quants, Q5_*, IQ*) to float16, so "keep"
+# would not keep them: those files must be dequantized on purpose.
+_KEPT_FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 32: "BF16"}
+_FILE_TYPE_NAMES = {
+    8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S",
+    15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
+}
 
 _LAYER_NAMES = {
     "attn_q": "self_attn.q_proj",
@@ -53,6 +60,13 @@ def import_gguf(gguf_path: Path, dest: Path, *, dtype: str = "keep", progress: b
         raise ModelStoreError(
             f"Cannot import {gguf_path.name}: GGUF architecture {architecture!r} is not supported "
             f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})."
+        )
+    file_type = _scalar(metadata, "general.file_type")
+    if dtype == "keep" and file_type is not None and int(file_type) not in _KEPT_FILE_TYPES:
+        name = _FILE_TYPE_NAMES.get(int(file_type), f"file type {int(file_type)}")
+        raise ModelStoreError(
+            f"Cannot keep the quantization of {gguf_path.name}: mlx keeps only Q4_0, Q4_1 and Q8_0, "
+            f"not {name}; import it with --dtype float32 or bfloat16 to dequantize."
         )
     config = _llama_config(metadata)
     bar = tqdm(total=len(weights) + 1, desc=f"Importing {gguf_path.name}", unit="tensor", disable=not progress)
@@ -96,6 +110,12 @@ def _scalar(metadata: dict[str, Any], key: str, default: Any = None) -> Any:
     return value.item() if isinstance(value, mx.array) else value
 
 
+_REQUIRED_LLAMA_KEYS = (
+    "llama.embedding_length", "llama.attention.head_count", "llama.block_count",
+    "llama.feed_forward_length", "tokenizer.ggml.tokens",
+)
+
+
 def _llama_config(metadata: dict[str, Any]) -> dict[str, Any]:
     try:
         hidden = int(_scalar(metadata, "llama.embedding_length"))
@@ -119,8 +139,11 @@ def _llama_config(metadata: dict[str, Any]) -> dict[str, Any]:
             "bos_token_id": _scalar(metadata, "tokenizer.ggml.bos_token_id"),
             "eos_token_id": _scalar(metadata, "tokenizer.ggml.eos_token_id"),
         }
-    except KeyError as exc:
-        raise ModelStoreError(f"Cannot import this GGUF file: its metadata lacks {exc.args[0]}.") from exc
+    except (KeyError, TypeError) as exc:
+        missing = [key for key in _REQUIRED_LLAMA_KEYS if _scalar(metadata, key) is None]
+        raise ModelStoreError(
+            f"Cannot import this GGUF file: its metadata lacks {', '.join(missing) or exc}."
+        ) from exc
     return config
 
 

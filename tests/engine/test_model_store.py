@@ -177,3 +177,41 @@ def test_a_build_killed_midway_is_swept_away_by_the_next_one(empty_store, tmp_pa
     with pytest.raises(ModelStoreError):
         resolve_model(str(bad), progress=False)
     assert _leftovers(empty_store) == []
+
+
+def _gguf_with_one_q4_k_tensor(path: Path, file_type: int) -> None:
+    """A minimal GGUF v3 file: mx.save_gguf cannot write K-quants, so the bytes are laid out here."""
+    import struct
+
+    def text(value: str) -> bytes:
+        return struct.pack("<Q", len(value.encode())) + value.encode()
+
+    data = b"GGUF" + struct.pack("<IQQ", 3, 1, 2)
+    data += text("general.architecture") + struct.pack("<I", 8) + text("llama")
+    data += text("general.file_type") + struct.pack("<II", 4, file_type)
+    data += text("token_embd.weight") + struct.pack("<IQQIQ", 2, 256, 1, 12, 0)  # type 12: Q4_K
+    data += b"\0" * (-len(data) % 32) + b"\0" * 144  # one 256-element Q4_K block
+    path.write_bytes(data)
+
+
+def test_a_quantization_mlx_cannot_keep_is_named_with_the_fix(empty_store, tmp_path):
+    gguf = tmp_path / "kquant.gguf"
+    _gguf_with_one_q4_k_tensor(gguf, file_type=15)
+    with pytest.raises(ModelStoreError) as caught:
+        resolve_model(str(gguf), progress=False)
+    assert str(caught.value) == (
+        "Cannot keep the quantization of kquant.gguf: mlx keeps only Q4_0, Q4_1 and Q8_0, not Q4_K_M; "
+        "import it with --dtype float32 or bfloat16 to dequantize."
+    )
+    assert _leftovers(empty_store) == []
+
+
+def test_missing_llama_metadata_is_named(empty_store, tmp_path):
+    gguf = tmp_path / "bare.gguf"
+    mx.save_gguf(str(gguf), {"token_embd.weight": mx.zeros((4, 4))}, {"general.architecture": "llama"})
+    with pytest.raises(ModelStoreError) as caught:
+        resolve_model(str(gguf), progress=False)
+    assert str(caught.value) == (
+        "Cannot import this GGUF file: its metadata lacks llama.embedding_length, "
+        "llama.attention.head_count, llama.block_count, llama.feed_forward_length, tokenizer.ggml.tokens."
+    )
