@@ -76,6 +76,8 @@ class PromptCache:
         n = len(tokens)
         if cached >= n - 1 and n > 0:
             return None, None
+        if self.max_bytes <= 0:
+            return "The prompt cache is off (its byte budget is 0).", None
         keys = self._keys()
         if not keys and not self._evicted:
             return "The prompt cache is empty (first request).", None
