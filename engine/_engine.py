@@ -72,10 +72,10 @@ class Engine:
         reasoning_field: str = "reasoning",
         decode_concurrency: int = 32,
     ):
-        if draft_model is not None:
+        if draft_model is not None and max_kv_size is not None:
             raise EngineError(
-                "Speculative decoding (draft_model) is not supported by this engine yet; "
-                "load the model without draft_model."
+                "draft_model cannot be combined with max_kv_size: speculative decoding cuts "
+                "rejected draft tokens back out of the KV cache, which a rotating cache cannot do."
             )
         if reasoning_field not in ("reasoning", "reasoning_content"):
             raise EngineError("reasoning_field must be 'reasoning' or 'reasoning_content'.")
@@ -84,7 +84,7 @@ class Engine:
             dtype=dtype,
             progress=progress,
             adapter_path=None if adapter_path is None else str(adapter_path),
-            draft_model=draft_model,
+            draft_model=None if draft_model is None else str(draft_model),
             chat_template=chat_template,
             chat_template_args=dict(chat_template_args or {}),
             default_sampling=dict(default_sampling or {}),

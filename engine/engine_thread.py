@@ -33,6 +33,7 @@ __all__ = ["EngineThread", "FinishedTrace"]
 log = logging.getLogger(__name__)
 
 _TRACES_KEPT = 16
+_VOCAB_PROBE = "The quick brown fox, 1234 résumé <think> 日本"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +61,37 @@ class _Crash(Exception):
     """Raised on the engine thread on purpose (``crash``), to exercise the failure path."""
 
 
-def _resolve(config: EngineConfig) -> Path:
+def _resolve(spec: str | None, config: EngineConfig) -> Path:
     from .model_store import resolve_model
 
-    return Path(resolve_model(config.model_spec, dtype=config.dtype, progress=config.progress))
+    return Path(resolve_model(spec, dtype=config.dtype, progress=config.progress))
+
+
+def _load_draft(config: EngineConfig, model, tokenizer):
+    """The draft model for speculative decoding, checked against the model it drafts for."""
+    from mlx_lm import load
+    from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
+
+    if not can_trim_prompt_cache(make_prompt_cache(model)):
+        raise EngineError(
+            "draft_model needs a model whose KV cache can be trimmed (speculative decoding "
+            "cuts rejected draft tokens back out); this model's cache cannot be."
+        )
+    draft, draft_tokenizer = load(str(_resolve(config.draft_model, config)))
+    if not can_trim_prompt_cache(make_prompt_cache(draft)):
+        raise EngineError(
+            f"The draft model {config.draft_model} has a KV cache that cannot be trimmed; "
+            "speculative decoding needs one that can."
+        )
+    # Token ids cross from the draft to the model as they are: the vocabularies must agree.
+    ours, theirs = tokenizer.vocab_size, draft_tokenizer.vocab_size
+    if ours != theirs or tokenizer.encode(_VOCAB_PROBE) != draft_tokenizer.encode(_VOCAB_PROBE):
+        raise EngineError(
+            f"The draft model {config.draft_model} has a different tokenizer ({theirs} tokens, "
+            f"the model has {ours}); speculative decoding needs a draft model with the same "
+            "vocabulary, e.g. a smaller or more quantized model of the same family."
+        )
+    return draft
 
 
 class EngineThread:
@@ -74,6 +102,7 @@ class EngineThread:
         self.inbox: SimpleQueue = SimpleQueue()
         self.model_info: ModelInfo | None = None
         self.tokenizer = None
+        self.draft_model = None
         self.cache = PromptCache(max_bytes=config.prompt_cache_bytes,
                                  max_entries=config.prompt_cache_entries)
         self.alive = False
@@ -142,7 +171,8 @@ class EngineThread:
         scheduler = None
         try:
             scheduler = Scheduler(self.model, self.tokenizer, self.config, self.cache,
-                                  load_stream_filter(), self._on_done)
+                                  load_stream_filter(), self._on_done,
+                                  draft_model=self.draft_model)
             self._loop(scheduler)
         except BaseException as e:
             self.death = f"{type(e).__name__}: {e}"
@@ -154,7 +184,7 @@ class EngineThread:
     def _load(self) -> None:
         from mlx_lm import load
 
-        path = _resolve(self.config)
+        path = _resolve(self.config.model_spec, self.config)
         tokenizer_config = {}
         if self.config.chat_template:
             tokenizer_config["chat_template"] = self.config.chat_template
@@ -162,10 +192,12 @@ class EngineThread:
             str(path), tokenizer_config=tokenizer_config,
             adapter_path=self.config.adapter_path, return_config=True,
         )
+        self.draft_model = (None if self.config.draft_model is None
+                            else _load_draft(self.config, model, tokenizer))
         self.model = model
         self.tokenizer = tokenizer
         self.model_info = describe_model(model, tokenizer, model_config, path,
-                                         self.config.model_spec)
+                                         self.config.model_spec, self.config.draft_model)
 
     def _loop(self, scheduler: Scheduler) -> None:
         inbox = self.inbox
@@ -228,7 +260,7 @@ class EngineThread:
             if scheduler is not None:
                 scheduler.close()
             self.cache.clear()
-            self.model = None
+            self.model = self.draft_model = None
             gc.collect()
             mx.synchronize()
             mx.clear_cache()

@@ -99,6 +99,8 @@ class Usage:
     prefill_tokens_per_second: float
     decode_tokens_per_second: float
     peak_memory: int
+    accepted_draft_tokens: int | None = None
+    """Completion tokens the draft model proposed and the model accepted; None without one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,8 @@ class ModelInfo:
     """The tokenizer knows reasoning markers (``<think>``)."""
     tool_calling: bool
     """The tokenizer knows tool-call markers and has a tool parser."""
+    draft_model: str | None = None
+    """The model drafting tokens for speculative decoding, if one is loaded."""
 
 
 def _quantization(config: dict, params) -> str:
@@ -53,14 +55,22 @@ def _parameter_count(config: dict, params) -> int:
     return total
 
 
-def describe_model(model, tokenizer, config: dict, path: Path, spec: str | None) -> ModelInfo:
+def _display_name(spec: str | None, path: Path | None) -> str:
+    # An alias or repo id names itself; an absolute path is named by its folder.
+    if spec and not Path(str(spec)).is_absolute():
+        return str(spec)
+    return Path(spec or path).name
+
+
+def describe_model(model, tokenizer, config: dict, path: Path, spec: str | None,
+                   draft_spec: str | None = None) -> ModelInfo:
     params = tree_flatten(model.parameters())
     text_config = config.get("text_config") or {}
     context = (config.get("max_position_embeddings")
                or text_config.get("max_position_embeddings")
                or config.get("max_seq_len"))
     return ModelInfo(
-        name=str(spec) if spec and not Path(str(spec)).is_absolute() else Path(path).name,
+        name=_display_name(spec, path),
         path=str(path),
         model_type=str(config.get("model_type", "")),
         parameters=_parameter_count(config, params),
@@ -69,4 +79,5 @@ def describe_model(model, tokenizer, config: dict, path: Path, spec: str | None)
         context_length=int(context) if context else None,
         thinking=bool(tokenizer.has_thinking),
         tool_calling=bool(tokenizer.has_tool_calling and tokenizer.tool_parser is not None),
+        draft_model=_display_name(draft_spec, None) if draft_spec else None,
     )

@@ -52,10 +52,11 @@ def _free_port() -> int:
 class _Server:
     """``mlx_lm.server`` as a subprocess on a free loopback port."""
 
-    def __init__(self, model_dir: str, timeout: float = 300):
+    def __init__(self, model_dir: str, draft_model: str | None = None, timeout: float = 300):
         self.port = _free_port()
+        draft = ["--draft-model", draft_model] if draft_model else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mlx_lm", "server", "--model", model_dir,
+            [sys.executable, "-m", "mlx_lm", "server", "--model", model_dir, *draft,
              "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "WARNING"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ),
         )
@@ -208,14 +209,15 @@ def _compare(name, kind, body, engine, server, rows) -> None:
         rows.append(ParityRow(name, "top_logprobs", a["top_logprobs"], b["top_logprobs"]))
 
 
-def run_parity(model_dir: str, *, max_tokens: int = 48) -> list[ParityRow]:
+def run_parity(model_dir: str, *, max_tokens: int = 48,
+               draft_model: str | None = None) -> list[ParityRow]:
     """Send every case to an in-process Engine and to mlx_lm.server; one row per value."""
     from ._engine import Engine
 
     rows: list[ParityRow] = []
-    server = _Server(model_dir)
+    server = _Server(model_dir, draft_model)
     try:
-        with Engine(model_dir, progress=False) as engine:
+        with Engine(model_dir, draft_model=draft_model, progress=False) as engine:
             for name, kind, body in _cases(engine, max_tokens):
                 _compare(name, kind, body, engine, server, rows)
             _multi_turn(engine, server, max_tokens, rows)
@@ -244,8 +246,10 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("model_dir", help="an mlx-lm model directory")
     parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--draft-model", default=None, metavar="DIR",
+                        help="a draft model directory: both sides decode speculatively")
     args = parser.parse_args(argv)
-    rows = run_parity(args.model_dir, max_tokens=args.max_tokens)
+    rows = run_parity(args.model_dir, max_tokens=args.max_tokens, draft_model=args.draft_model)
     print(format_table(rows))
     return 0 if all(r.same for r in rows) else 1
 

@@ -81,6 +81,8 @@ class ReplyStream:
         self.deltas: list[str] = []
         self.tool_calls = 0
         self.finished = False
+        self.accepted_draft_tokens: int | None = None
+        """Generated tokens the draft model proposed (set by the scheduler when drafting)."""
         self.t_scheduled = time.perf_counter()
         self.t_first = 0.0
 
@@ -144,6 +146,7 @@ class ReplyStream:
                 (self.completion_tokens - 1) / decode_time if decode_time > 0 else 0.0
             ),
             peak_memory=int(mx.get_peak_memory()),
+            accepted_draft_tokens=self.accepted_draft_tokens,
         ))
         self.out.put(Finished(reason))
 

@@ -78,12 +78,17 @@ def _usage(u: Usage | None) -> dict:
     if u is None:
         return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
                 "prompt_tokens_details": {"cached_tokens": 0}}
-    return {
+    usage = {
         "prompt_tokens": u.prompt_tokens,
         "completion_tokens": u.completion_tokens,
         "total_tokens": u.prompt_tokens + u.completion_tokens,
         "prompt_tokens_details": {"cached_tokens": u.cached_tokens},
     }
+    if u.accepted_draft_tokens is not None:
+        # OpenAI's field for predicted tokens that made it into the completion.
+        usage["completion_tokens_details"] = {
+            "accepted_prediction_tokens": u.accepted_draft_tokens}
+    return usage
 
 
 def _tool_call(call: ToolCall, streaming: bool) -> dict:

@@ -1,7 +1,9 @@
 """The scheduler: continuous batching of admitted requests on the engine thread.
 
 A request alone on the engine runs on the single-stream fast path (``SingleStream``, mlx-lm's
-``generate_step``); as soon as a second one arrives it moves onto the batch.
+``generate_step``); as soon as a second one arrives it moves onto the batch. With a draft
+model, requests take turns on the speculative single stream instead (mlx-lm cannot batch
+speculative decoding; neither does mlx_lm.server), the others waiting in arrival order.
 mlx-lm's ``BatchGenerator`` does the batched prefill and decode; this class feeds it jobs,
 takes prompt-cache snapshots where mlx_lm.server takes them (end of the system prompt and
 of the conversation, and the whole sequence when a reply ends), applies cancellations
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from queue import SimpleQueue
 
@@ -23,7 +26,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
 from ._config import EngineConfig
 from .admission import GenerationRequest
-from .events import PrefillProgress
+from .events import Error, PrefillProgress
 from .prompt_cache import PromptCache
 from .rendering import RenderedPrompt
 from .reply_stream import ReplyStream
@@ -60,7 +63,7 @@ class Scheduler:
     """Feeds jobs to a ``BatchGenerator`` and routes its output (see module docstring)."""
 
     def __init__(self, model, tokenizer, config: EngineConfig, cache: PromptCache,
-                 filter_class, on_done):
+                 filter_class, on_done, *, draft_model=None):
         self.tokenizer = tokenizer
         self.config = config
         self.cache = cache
@@ -68,6 +71,9 @@ class Scheduler:
         self.on_done = on_done
         """Called with (job, reply) when a request leaves the batch (for traces)."""
         self.model = model
+        self.draft_model = draft_model
+        self.waiting: deque[Job] = deque()
+        """Jobs queued behind the speculative single stream (draft model only)."""
         self.stream = mx.default_stream(mx.default_device())
         self.single: SingleStream | None = None
         # The fast path hands a request over to the batch by trimming its cache, so it is
@@ -91,11 +97,11 @@ class Scheduler:
 
     @property
     def idle(self) -> bool:
-        return not self.active and self.single is None
+        return not self.active and self.single is None and not self.waiting
 
     @property
     def running(self) -> int:
-        return len(self.active) + (self.single is not None)
+        return len(self.active) + (self.single is not None) + len(self.waiting)
 
     # -- admission onto the batch ----------------------------------------------------------
     def _sampler(self, request: GenerationRequest):
@@ -134,7 +140,14 @@ class Scheduler:
         """Look up the prompt cache and start ``job``: alone on the fast path, or batched.
 
         ``alone`` says no other job is waiting, so the single-stream path may take it.
+        With a draft model, a job arriving while another decodes waits for its turn.
         """
+        if self.draft_model is not None and (self.single is not None or self.waiting):
+            self.waiting.append(job)
+            return
+        self._start(job, alone)
+
+    def _start(self, job: Job, alone: bool) -> None:
         request, prompt = job.request, job.prompt
         reply = ReplyStream(job.request_id, request, prompt, self.tokenizer, job.out,
                             self.filter_class)
@@ -153,14 +166,18 @@ class Scheduler:
         reply.start(cached)
         if request.seed is not None:
             mx.random.seed(request.seed)
-        if self._fast_path_ok(request, alone):
+        draft = self.draft_model
+        if draft is not None or self._fast_path_ok(request, alone):
             if cache is None:
                 cache = make_prompt_cache(self.model)
+                if draft is not None:
+                    cache += make_prompt_cache(draft)
             self.single = SingleStream(
                 self.model, self.stream, _Active(job, reply, []), cache=cache, tokens=tokens,
                 cached=cached, sampler=self._sampler(request),
                 processors=self._processors(request), stop_sequences=self._stops(request.stop),
                 prefill_step_size=self.config.prefill_step_size,
+                draft_model=draft, num_draft_tokens=request.num_draft_tokens,
             )
             return
         if self.single is not None:
@@ -209,9 +226,13 @@ class Scheduler:
                     reason = "stop"
             if reason is None:
                 return
-            self.cache.insert(single.tokens, single.cache, kind="assistant",
+            single.close()
+            tokens, cache = single.finished_cache()
+            self.cache.insert(tokens, cache, kind="assistant",
                               template_args=a.job.request.chat_template_kwargs)
             self.single = None
+            if self.draft_model is not None:
+                a.reply.accepted_draft_tokens = single.accepted_draft_tokens
             a.reply.finish(reason)
         except Exception as e:  # one request's failure must not take the engine down
             log.exception("request %s failed", a.job.request_id)
@@ -222,6 +243,8 @@ class Scheduler:
     # -- one step ----------------------------------------------------------------------------
     def step(self) -> None:
         """One prefill chunk and/or one decode step for everything running."""
+        if self.waiting:
+            self._next_waiting()
         if self.single is not None:
             self._step_single()
             return
@@ -258,6 +281,14 @@ class Scheduler:
                 log.exception("request %s failed", a.job.request_id)
                 self._remove(r.uid, None, error=f"Generation failed: {e}")
 
+    def _next_waiting(self) -> None:
+        # Cancelled waiting jobs finish now, not when their turn comes.
+        for job in [j for j in self.waiting if j.cancel.is_set()]:
+            self.waiting.remove(job)
+            self._start(job, alone=False)
+        if self.single is None and self.waiting:
+            self._start(self.waiting.popleft(), alone=True)
+
     def _apply_cancellations(self) -> None:
         for uid, a in list(self.active.items()):
             if a.job.cancel.is_set():
@@ -292,6 +323,8 @@ class Scheduler:
         for a in self.active.values():
             a.reply.fail(message, type)
         self.active.clear()
+        while self.waiting:
+            self.waiting.popleft().out.put(Error(message, type))
 
     def close(self) -> None:
         self.batch.close()

@@ -5,12 +5,16 @@ per-row offsets and an attention mask built every step); alone, a request decode
 ``mlx_lm.stream_generate`` through the very loop it uses (``generate_step``: the next step
 is queued with ``async_eval`` before the current token is read). When a second request
 arrives, the scheduler moves this one onto the batch (``detach``) without losing a token.
+
+With a draft model every request takes this path, one at a time (as in mlx_lm.server), on
+mlx-lm's ``speculative_generate_step``; its KV cache is the model's layers followed by the
+draft's, which the prompt cache stores and trims as one list.
 """
 
 from __future__ import annotations
 
 import mlx.core as mx
-from mlx_lm.generate import generate_step
+from mlx_lm.generate import generate_step, speculative_generate_step
 from mlx_lm.models.cache import trim_prompt_cache
 
 from .events import PrefillProgress
@@ -22,31 +26,47 @@ class SingleStream:
     """One request's prefill and decode (engine thread only)."""
 
     def __init__(self, model, stream, active, *, cache, tokens: list[int], cached: int,
-                 sampler, processors, stop_sequences, prefill_step_size: int):
+                 sampler, processors, stop_sequences, prefill_step_size: int,
+                 draft_model=None, num_draft_tokens: int = 0):
         self.active = active
         self.request = active.job.request
         self.cache = cache
         self.tokens = list(tokens)
-        """Tokens whose keys and values are (or are being put) in ``cache``."""
+        """Prompt and generated tokens so far."""
         self.generated = 0
+        self.accepted_draft_tokens = 0
         self._matcher = stop_sequences.matcher()
+        self._model_layers = len(model.layers)
+        self._speculative = draft_model is not None
         out = active.job.out
 
         def progress(done: int, total: int) -> None:
             out.put(PrefillProgress(done + cached, total + cached))
 
-        self._steps = generate_step(
-            mx.array(tokens[cached:]), model, stream,
-            max_tokens=self.request.max_tokens, sampler=sampler,
-            logits_processors=processors or None, prompt_cache=cache,
-            prefill_step_size=prefill_step_size, prompt_progress_callback=progress,
+        if not self._speculative:
+            self._steps = generate_step(
+                mx.array(tokens[cached:]), model, stream,
+                max_tokens=self.request.max_tokens, sampler=sampler,
+                logits_processors=processors or None, prompt_cache=cache,
+                prefill_step_size=prefill_step_size, prompt_progress_callback=progress,
+            )
+            return
+        # speculative_generate_step prefills without progress reports: prefill both models
+        # here in chunks (reporting each), and hand it the last prompt token alone.
+        self._steps = _speculative_steps(
+            tokens[cached:], model, draft_model, stream, cache=cache,
+            prefill_step_size=prefill_step_size, progress=progress,
+            num_draft_tokens=num_draft_tokens, max_tokens=self.request.max_tokens,
+            sampler=sampler, logits_processors=processors or None,
         )
 
     def step(self) -> tuple[int, object, str | None]:
         """Decode one token: (token, logprobs, finish reason or None)."""
-        token, logprobs = next(self._steps)
-        # generate_step has already queued this token's own forward pass, so the cache holds
-        # it too (as in BatchGenerator, whose finished sequences include their last token).
+        if self._speculative:
+            token, logprobs, from_draft = next(self._steps)
+            self.accepted_draft_tokens += from_draft
+        else:
+            token, logprobs = next(self._steps)
         self.tokens.append(token)
         self.generated += 1
         finish = None
@@ -59,6 +79,22 @@ class SingleStream:
     def close(self) -> None:
         self._steps.close()
 
+    def finished_cache(self) -> tuple[list[int], list]:
+        """After ``close``: (tokens whose keys and values are in the cache, the cache).
+
+        ``generate_step`` has already queued the last token's own forward pass, so its cache
+        holds every token (as in BatchGenerator, whose finished sequences include their last
+        token). The speculative loop has not fed its last token yet, and after fully accepted
+        drafts the draft model lags the model by one more: both are cut to what both hold.
+        """
+        if not self._speculative:
+            return self.tokens, self.cache
+        main, draft = self.cache[: self._model_layers], self.cache[self._model_layers:]
+        held = min(main[0].offset, draft[0].offset, len(self.tokens))
+        trim_prompt_cache(main, main[0].offset - held)
+        trim_prompt_cache(draft, draft[0].offset - held)
+        return self.tokens[:held], self.cache
+
     def detach(self) -> tuple[list, list[int], int]:
         """Stop here and return (cache, tokens in it, last token) to continue on the batch.
 
@@ -69,3 +105,21 @@ class SingleStream:
         last = self.tokens[-1]
         trim_prompt_cache(self.cache, 1)
         return self.cache, self.tokens[:-1], last
+
+
+def _speculative_steps(tokens: list[int], model, draft_model, stream, *, cache,
+                       prefill_step_size: int, progress, **generation):
+    """``speculative_generate_step`` after a chunked prefill that reports its progress."""
+    main, draft = cache[: len(model.layers)], cache[len(model.layers):]
+    head, total = tokens[:-1], len(tokens)
+    with mx.stream(stream):
+        for start in range(0, len(head), prefill_step_size):
+            chunk = mx.array(head[start:start + prefill_step_size])[None]
+            model(chunk, cache=main)
+            draft_model(chunk, cache=draft)
+            mx.eval([c.state for c in cache])
+            progress(start + chunk.shape[1], total)
+            mx.clear_cache()
+    progress(total, total)
+    yield from speculative_generate_step(
+        mx.array(tokens[-1:]), model, draft_model, stream, prompt_cache=cache, **generation)

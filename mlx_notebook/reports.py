@@ -85,7 +85,8 @@ def model_summary(info: Any) -> Report:
         f"Loaded {_get(info, 'name')}: {_count(_get(info, 'parameters'))} parameters, "
         f"{quantization}, {_size(_get(info, 'memory_bytes'))}, "
         f"context {_get(info, 'context_length') or 'unknown'} tokens, "
-        f"thinking: {_yes(_get(info, 'thinking'))}, tool calls: {_yes(_get(info, 'tool_calling'))}."
+        f"thinking: {_yes(_get(info, 'thinking'))}, tool calls: {_yes(_get(info, 'tool_calling'))}"
+        + (f", drafting with {draft}." if (draft := _get(info, "draft_model")) else ".")
     )
 
 

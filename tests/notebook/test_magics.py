@@ -95,9 +95,9 @@ def answer(reply: str) -> str:
          "tiny-reasoner), a .gguf file, an mlx-lm model directory or a Hugging Face repo id."),
         ("%load_model --chat-template /nonexistent.jinja",
          "%load_model: cannot read the chat template file /nonexistent.jinja (No such file or directory)."),
-        ("%load_model --draft-model tiny-reasoner",
-         "%load_model: speculative decoding (--draft-model) is not supported by this engine yet; "
-         "load the model without --draft-model."),
+        ("%load_model --draft-model tiny-reasoner --max-kv-size 64",
+         "%load_model: --draft-model cannot be combined with --max-kv-size: speculative decoding "
+         "cuts rejected draft tokens back out of the KV cache, which a rotating cache cannot do."),
         ("%load_model --prompt-cache-bytes lots",
          "%load_model: argument --prompt-cache-bytes: 'lots' is not a size; write e.g. 512MB or "
          "2GiB; see %load_model? for the options."),
@@ -601,3 +601,22 @@ def test_kernel_interrupt_cancels_the_reply_and_the_next_cell_works(smollm2_path
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+@pytest.mark.model
+def test_load_model_with_a_draft_model_names_it_and_chats(tiny_reasoner_path, capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell()
+    shell.run_line_magic("load_ext", "mlx_notebook")
+    try:
+        result, out, _ = run(
+            shell, f"%load_model {tiny_reasoner_path} --draft-model {tiny_reasoner_path} "
+                   "--no-progress", capsys)
+        assert result.success
+        assert out.rstrip().endswith(
+            f"thinking: yes, tool calls: yes, drafting with {tiny_reasoner_path.name}.")
+        result, _, _ = run(shell, "%%chat\nWhat is 17 + 25?", capsys)
+        assert result.success and result.result.content == "\n\n17 + 25 = 42."
+    finally:
+        shell.run_line_magic("unload_ext", "mlx_notebook")
