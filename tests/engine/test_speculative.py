@@ -122,6 +122,24 @@ def test_a_waiting_request_cancelled_before_its_turn_ends_at_once(drafting_engin
     assert r["choices"][0]["message"]["content"] == "\n\n17 + 25 = 42."
 
 
+def test_smollm2_drafting_for_itself_streams_its_own_answer(smollm2_path, smollm2_engine):
+    body = {"messages": [{"role": "user", "content": "Name three colours of the rainbow."}],
+            "max_tokens": 24}
+    expected = smollm2_engine.chat_completions(body)
+    with Engine(str(smollm2_path), draft_model=str(smollm2_path), progress=False) as engine:
+        chunks = list(engine.chat_completions(
+            {**body, "stream": True, "stream_options": {"include_usage": True}}))
+        follow = engine.chat_completions(body)
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+    assert text == expected["choices"][0]["message"]["content"]
+    usage = chunks[-1]["usage"]
+    assert usage["completion_tokens"] == expected["usage"]["completion_tokens"]
+    assert usage["completion_tokens_details"]["accepted_prediction_tokens"] > 0
+    # The repeat is served from the cache the speculative run left behind.
+    assert follow["usage"]["prompt_tokens_details"]["cached_tokens"] == usage["prompt_tokens"] - 1
+    assert follow["choices"][0]["message"] == expected["choices"][0]["message"]
+
+
 def test_model_info_names_the_draft(drafting_engine, noisy_draft_path):
     assert drafting_engine.model_info.draft_model == noisy_draft_path.name
 
