@@ -116,11 +116,12 @@ class Turn:
     usage: dict = field(default_factory=empty_usage)
     timings: dict = field(default_factory=empty_timings)
     finish_reason: str | None = None
-    chunks: list[dict] = field(default_factory=list)
-    logprobs: list[dict] | None = None
+    # The raw record stays out of repr: a 300-token reply is ~100 KB of chunks.
+    chunks: list[dict] = field(default_factory=list, repr=False)
+    logprobs: list[dict] | None = field(default=None, repr=False)
     interrupted: bool = False
     error: str | None = None
-    rounds: list[Round] = field(default_factory=list)
+    rounds: list[Round] = field(default_factory=list, repr=False)
     user_message: dict | None = field(default=None, repr=False)
     """The user message this turn answered (None for ``%%complete``)."""
     options: dict = field(default_factory=dict, repr=False)

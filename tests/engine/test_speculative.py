@@ -56,6 +56,16 @@ def test_greedy_replies_are_the_models_own(drafting_engine, tiny_engine, script_
     assert 0 < details["accepted_prediction_tokens"] < drafted["usage"]["completion_tokens"]
 
 
+def test_logprobs_are_the_models_own(drafting_engine, tiny_engine, script_body):
+    body = script_body("reason_then_answer", logprobs=True, top_logprobs=3)
+    drafted = drafting_engine.chat_completions(body)["choices"][0]["logprobs"]["content"]
+    plain = tiny_engine.chat_completions(body)["choices"][0]["logprobs"]["content"]
+    assert [t["token"] for t in drafted] == [t["token"] for t in plain]
+    for a, b in zip(drafted, plain):
+        assert a["logprob"] == pytest.approx(b["logprob"], abs=1e-3)
+        assert [t["token"] for t in a["top_logprobs"]] == [t["token"] for t in b["top_logprobs"]]
+
+
 def test_accepted_drafts_show_in_usage_and_events(drafting_engine, script_body):
     body = script_body("long_story", num_draft_tokens=3)
     events = list(drafting_engine.submit(body).events())
