@@ -10,12 +10,14 @@ function should still work.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
 import typing
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 __all__ = ["Tool", "ToolError", "tool", "make_tool", "registered_tools", "resolve_tools", "call_tool",
            "ask_before_running"]
@@ -179,9 +181,26 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
     except TypeError as exc:
         return None, f"bad arguments for {name}: {exc}"
     try:
-        return function(**arguments), None
+        result = function(**arguments)
+        if inspect.isawaitable(result):  # an ``async def`` tool
+            result = _run_to_completion(result)
+        return result, None
     except Exception as exc:  # the model sees the failure; the notebook keeps running
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def _run_to_completion(awaitable: Awaitable) -> Any:
+    async def wait():
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait())
+    # In a Jupyter kernel the cell itself runs inside the kernel's event loop, which cannot
+    # be re-entered: the tool gets a loop of its own on a helper thread.
+    with ThreadPoolExecutor(1, thread_name_prefix="mlx-notebook-tool") as pool:
+        return pool.submit(asyncio.run, wait()).result()
 
 
 def ask_before_running(name: str, arguments: dict) -> bool:

@@ -157,3 +157,36 @@ def test_a_call_returns_its_result_or_the_error_the_model_reads(name, arguments,
 
     tools = [make_tool(get_weather), make_tool(fail)]
     assert call_tool(tools, name, arguments) == expected
+
+
+async def fetch_temperature(city: str) -> dict:
+    """Look up the temperature in a city.
+
+    Args:
+        city: The city.
+    """
+    import asyncio
+
+    await asyncio.sleep(0.01)
+    if city == "Atlantis":
+        raise LookupError("no such city")
+    return {"city": city, "celsius": 21}
+
+
+def test_an_async_tool_is_described_and_awaited():
+    tool = make_tool(fetch_temperature)
+    assert tool.description == "Look up the temperature in a city."
+    assert tool.parameters["required"] == ["city"]
+    assert call_tool([tool], "fetch_temperature", {"city": "Paris"}) == (
+        {"city": "Paris", "celsius": 21}, None)
+    assert call_tool([tool], "fetch_temperature", {"city": "Atlantis"}) == (
+        None, "LookupError: no such city")
+
+
+def test_an_async_tool_runs_inside_a_running_event_loop_as_in_a_kernel():
+    import asyncio
+
+    async def cell():  # ipykernel runs cells inside its own loop
+        return call_tool([make_tool(fetch_temperature)], "fetch_temperature", {"city": "Oslo"})
+
+    assert asyncio.run(cell()) == ({"city": "Oslo", "celsius": 21}, None)
