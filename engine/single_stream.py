@@ -34,6 +34,7 @@ class SingleStream:
         self.tokens = list(tokens)
         """Prompt and generated tokens so far."""
         self.generated = 0
+        self._cached = cached
         self.accepted_draft_tokens = 0
         self._matcher = stop_sequences.matcher()
         self._model_layers = len(model.layers)
@@ -88,6 +89,8 @@ class SingleStream:
         drafts the draft model lags the model by one more: both are cut to what both hold.
         """
         if not self._speculative:
+            if self.generated == 0:  # cancelled before its prefill ran: only the reused part
+                return self.tokens[: self._cached], self.cache
             return self.tokens, self.cache
         main, draft = self.cache[: self._model_layers], self.cache[self._model_layers:]
         held = min(main[0].offset, draft[0].offset, len(self.tokens))

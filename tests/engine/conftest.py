@@ -43,3 +43,11 @@ def smollm2_engine(smollm2_path):
     engine = Engine(str(smollm2_path), progress=False)
     yield engine
     engine.close()
+
+
+@pytest.fixture(scope="session")
+def drafting_tiny_engine(tiny_reasoner_path):
+    """The tiny reasoner drafting for itself: the speculative path, all guesses kept."""
+    engine = Engine(str(tiny_reasoner_path), draft_model=str(tiny_reasoner_path), progress=False)
+    yield engine
+    engine.close()
