@@ -148,6 +148,8 @@ def _record(turn: Turn, round_: Round, event: events.EngineEvent) -> None:
     elif isinstance(event, events.Usage):
         round_.usage = {"prompt_tokens": event.prompt_tokens, "cached_tokens": event.cached_tokens,
                         "completion_tokens": event.completion_tokens}
+        if event.accepted_draft_tokens is not None:
+            round_.usage["accepted_draft_tokens"] = event.accepted_draft_tokens
         _timings(turn, event)
     elif isinstance(event, events.Finished):
         round_.finish_reason = event.reason

@@ -147,7 +147,8 @@ class Turn:
         self.content = self.rounds[-1].content
         self.reasoning = "\n".join(r.reasoning for r in self.rounds if r.reasoning)
         self.finish_reason = self.rounds[-1].finish_reason
-        self.usage = {key: sum(r.usage[key] for r in self.rounds) for key in self.usage}
+        keys = dict.fromkeys([*self.usage, *(k for r in self.rounds for k in r.usage)])
+        self.usage = {key: sum(r.usage.get(key, 0) for r in self.rounds) for key in keys}
 
     def keep(self) -> "Turn":
         """Send this interrupted or failed turn as history after all, as far as it got."""

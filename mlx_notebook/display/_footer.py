@@ -38,6 +38,8 @@ def footer_items(record: dict, *, timings: bool = True) -> list[tuple[str, str]]
     if prompt:
         items.append(("cached", f"{cached} ({100 * cached / prompt:.0f}%)"))
     items.append(("completion", f"{usage['completion_tokens']} tokens"))
+    if usage.get("accepted_draft_tokens") is not None:
+        items.append(("drafted", f"{usage['accepted_draft_tokens']} accepted"))
     if timings:
         ttft = times.get("time_to_first_token")
         prefill = times.get("prefill_tokens_per_second")

@@ -18,6 +18,7 @@ TURN_MIME_TYPE = "application/vnd.mlx-notebook.turn+json"
 TURN_SCHEMA_VERSION = 1
 
 _USAGE_KEYS = ("prompt_tokens", "cached_tokens", "completion_tokens")
+_OPTIONAL_USAGE_KEYS = ("accepted_draft_tokens",)
 _TIMING_KEYS = (
     "time_to_first_token", "prefill_tokens_per_second", "decode_tokens_per_second",
     "peak_memory", "total_seconds",
@@ -44,6 +45,12 @@ def json_safe(value: Any) -> Any:
         return repr(value)
 
 
+def _usage(usage: dict) -> dict:
+    out = {key: int(usage.get(key) or 0) for key in _USAGE_KEYS}
+    out.update({key: int(usage[key]) for key in _OPTIONAL_USAGE_KEYS if usage.get(key) is not None})
+    return out
+
+
 def _tool_call(call: dict) -> dict:
     return {
         "id": str(call.get("id", "")),
@@ -59,7 +66,7 @@ def _round(round_: Any) -> dict:
         "content": round_.content,
         "reasoning": round_.reasoning,
         "tool_call_ids": [str(call.get("id", "")) for call in round_.tool_calls],
-        "usage": {key: int(round_.usage.get(key) or 0) for key in _USAGE_KEYS},
+        "usage": _usage(round_.usage),
         "finish_reason": round_.finish_reason,
     }
 
@@ -96,7 +103,7 @@ def turn_record(
         "reasoning_stats": {"tokens": reasoning_tokens, "seconds": json_safe(reasoning_seconds)},
         "content": turn.content or "",
         "tool_calls": [_tool_call(call) for call in turn.tool_calls or []],
-        "usage": {key: int(usage.get(key) or 0) for key in _USAGE_KEYS},
+        "usage": _usage(usage),
         "timings": {key: json_safe(timings.get(key)) for key in _TIMING_KEYS},
         "finish_reason": turn.finish_reason,
         "interrupted": bool(turn.interrupted),

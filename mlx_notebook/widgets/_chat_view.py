@@ -198,6 +198,7 @@ class ChatView(anywidget.AnyWidget):
         before = self._usage_before
         with self.hold_sync():
             self.usage = {
+                **before,
                 "prompt_tokens": before["prompt_tokens"] + event.prompt_tokens,
                 "cached_tokens": before["cached_tokens"] + event.cached_tokens,
                 "completion_tokens": before["completion_tokens"],
@@ -244,6 +245,9 @@ class ChatView(anywidget.AnyWidget):
             "cached_tokens": before["cached_tokens"] + event.cached_tokens,
             "completion_tokens": before["completion_tokens"] + event.completion_tokens,
         }
+        if event.accepted_draft_tokens is not None:
+            totals["accepted_draft_tokens"] = (before.get("accepted_draft_tokens", 0)
+                                               + event.accepted_draft_tokens)
         self._usage_before = totals
         with self.hold_sync():
             self.usage = totals

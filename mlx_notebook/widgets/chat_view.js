@@ -163,6 +163,7 @@ function footerItems(usage, timings, status, liveTokens) {
   items.push(["prompt", `${prompt} tokens`]);
   if (prompt) items.push(["cached", `${usage.cached_tokens} (${Math.round((100 * usage.cached_tokens) / prompt)}%)`]);
   items.push(["completion", `${Math.max(usage.completion_tokens || 0, liveTokens)} tokens`]);
+  if (usage.accepted_draft_tokens != null) items.push(["drafted", `${usage.accepted_draft_tokens} accepted`]);
   const t = timings || {};
   if (t.time_to_first_token != null) items.push(["TTFT", `${t.time_to_first_token.toFixed(2)} s`]);
   if (t.prefill_tokens_per_second != null) items.push(["prefill", `${t.prefill_tokens_per_second.toFixed(0)} tok/s`]);

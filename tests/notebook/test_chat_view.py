@@ -151,6 +151,19 @@ def test_footer_numbers_follow_started_and_usage_across_rounds():
     assert view.timings["decode_tokens_per_second"] == 42.5
 
 
+def test_accepted_drafts_add_up_across_rounds():
+    view, _ = recording_view()
+    view.handle(Started("r1", prompt_tokens=40, cached_tokens=0))
+    view.handle(usage_event(prompt_tokens=40, cached_tokens=0, completion_tokens=10,
+                            accepted_draft_tokens=6))
+    view.handle(Started("r2", prompt_tokens=60, cached_tokens=50))
+    assert view.usage["accepted_draft_tokens"] == 6
+    view.handle(usage_event(prompt_tokens=60, cached_tokens=50, completion_tokens=5,
+                            accepted_draft_tokens=3))
+    assert view.usage == {"prompt_tokens": 100, "cached_tokens": 50, "completion_tokens": 15,
+                          "accepted_draft_tokens": 9}
+
+
 def test_prefill_progress_is_coalesced():
     clock = Clock()
     view, sent = recording_view(clock)

@@ -118,6 +118,18 @@ def test_html_shows_reasoning_folded_tool_card_answer_and_footer():
     assert "<style>" in html and "http" not in html.split("<style>")[1].split("</style>")[0]
 
 
+def test_footer_counts_accepted_drafts_when_a_draft_model_made_the_turn():
+    plain = turn_mimebundle(make_turn())[0]
+    assert "drafted" not in plain["text/html"]
+    assert "accepted_draft_tokens" not in plain[TURN_MIME_TYPE]["usage"]
+    drafted = make_turn(usage={"prompt_tokens": 80, "cached_tokens": 60, "completion_tokens": 25,
+                               "accepted_draft_tokens": 18})
+    bundle = turn_mimebundle(drafted)[0]
+    jsonschema.validate(bundle[TURN_MIME_TYPE], SCHEMA)
+    assert bundle[TURN_MIME_TYPE]["usage"]["accepted_draft_tokens"] == 18
+    assert "drafted <b>18 accepted</b>" in bundle["text/html"]
+
+
 def test_plain_text_and_markdown_do_not_change_with_timings():
     fast = turn_mimebundle(make_turn())[0]
     slow = turn_mimebundle(make_turn(timings={"time_to_first_token": 9.0, "total_seconds": 30.0}))[0]

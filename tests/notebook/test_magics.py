@@ -618,5 +618,8 @@ def test_load_model_with_a_draft_model_names_it_and_chats(tiny_reasoner_path, ca
             f"thinking: yes, tool calls: yes, drafting with {tiny_reasoner_path.name}.")
         result, _, _ = run(shell, "%%chat\nWhat is 17 + 25?", capsys)
         assert result.success and result.result.content == "\n\n17 + 25 = 42."
+        usage = result.result.usage
+        # Drafting for itself, the model keeps every guess: 3 of every 4 tokens.
+        assert usage["accepted_draft_tokens"] == usage["completion_tokens"] * 3 // 4
     finally:
         shell.run_line_magic("unload_ext", "mlx_notebook")
