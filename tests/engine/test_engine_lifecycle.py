@@ -144,7 +144,8 @@ def test_engine_thread_death_fails_every_waiter_at_once(tiny_reasoner_path, scri
 _EXIT_SCRIPT = textwrap.dedent("""
     import sys
     from mlx_notebook.engine import Engine
-    engine = Engine(sys.argv[1], progress=False)
+    draft = sys.argv[1] if sys.argv[2] == "draft" else None
+    engine = Engine(sys.argv[1], draft_model=draft, progress=False)
     handle = engine.submit({"messages": [{"role": "user", "content": "What is 17 + 25?"}],
                             "max_tokens": 300})
     for i, e in enumerate(handle.events()):
@@ -156,7 +157,7 @@ _EXIT_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("how", ["keep", "drop"])
+@pytest.mark.parametrize("how", ["keep", "drop", "draft"])
 def test_interpreter_exit_with_a_live_engine_is_clean(tiny_reasoner_path, how):
     done = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, str(tiny_reasoner_path), how],
                           capture_output=True, text=True, timeout=120)
