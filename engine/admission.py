@@ -324,6 +324,8 @@ def admit(
     seed = body.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         _fail("'seed' must be an integer.", "seed")
+    if seed is not None and not 0 <= seed < 2**64:  # mx.random.seed takes an unsigned 64-bit
+        _fail("'seed' must be between 0 and 2**64 - 1.", "seed")
     role_mapping = body.get("role_mapping")
     if role_mapping is not None and not isinstance(role_mapping, Mapping):
         _fail("'role_mapping' must be an object.", "role_mapping")

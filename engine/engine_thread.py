@@ -12,6 +12,7 @@ import gc
 import logging
 import threading
 import time
+import traceback
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +164,9 @@ class EngineThread:
         try:
             self._load()
         except BaseException as e:  # surfaced in start() on the caller's thread
+            # The traceback's frames hold the loaded weights (a draft refused after the
+            # model loaded): drop their locals, or a kept exception keeps the model alive.
+            traceback.clear_frames(e.__traceback__)
             self._load_error = e
             self._ready.set()
             return

@@ -285,9 +285,16 @@ class Scheduler:
         # Cancelled waiting jobs finish now, not when their turn comes.
         for job in [j for j in self.waiting if j.cancel.is_set()]:
             self.waiting.remove(job)
-            self._start(job, alone=False)
+            self._start_waiting(job)
         if self.single is None and self.waiting:
-            self._start(self.waiting.popleft(), alone=True)
+            self._start_waiting(self.waiting.popleft())
+
+    def _start_waiting(self, job: Job) -> None:
+        try:
+            self._start(job, alone=True)
+        except Exception as e:  # a bad job fails alone, as when it arrives (EngineThread._handle)
+            log.exception("could not schedule %s", job.request_id)
+            job.out.put(Error(f"Could not schedule the request: {e}"))
 
     def _apply_cancellations(self) -> None:
         for uid, a in list(self.active.items()):

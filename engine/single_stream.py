@@ -39,6 +39,8 @@ class SingleStream:
         self._matcher = stop_sequences.matcher()
         self._model_layers = len(model.layers)
         self._speculative = draft_model is not None
+        self._draft_model = draft_model
+        self._stream = stream
         out = active.job.out
 
         def progress(done: int, total: int) -> None:
@@ -85,17 +87,26 @@ class SingleStream:
 
         ``generate_step`` has already queued the last token's own forward pass, so its cache
         holds every token (as in BatchGenerator, whose finished sequences include their last
-        token). The speculative loop has not fed its last token yet, and after fully accepted
-        drafts the draft model lags the model by one more: both are cut to what both hold.
+        token). The speculative loop's model cache lacks the last token when the model itself
+        produced it, and its draft cache lags further (by a token after fully accepted drafts,
+        by the whole reply with ``num_draft_tokens`` 0): the model's part is filed as it
+        stands, and the draft is fed what it lacks (a small model's one cheap step) so a
+        follow-up turn reuses the whole reply.
         """
         if not self._speculative:
             if self.generated == 0:  # cancelled before its prefill ran: only the reused part
                 return self.tokens[: self._cached], self.cache
             return self.tokens, self.cache
         main, draft = self.cache[: self._model_layers], self.cache[self._model_layers:]
-        held = min(main[0].offset, draft[0].offset, len(self.tokens))
+        held = min(main[0].offset, len(self.tokens))
         trim_prompt_cache(main, main[0].offset - held)
-        trim_prompt_cache(draft, draft[0].offset - held)
+        behind = held - draft[0].offset
+        if behind < 0:
+            trim_prompt_cache(draft, -behind)
+        elif behind > 0:
+            with mx.stream(self._stream):
+                self._draft_model(mx.array(self.tokens[held - behind:held])[None], cache=draft)
+                mx.eval([c.state for c in draft])
         return self.tokens[:held], self.cache
 
     def detach(self) -> tuple[list, list[int], int]:

@@ -14,8 +14,9 @@ import asyncio
 import inspect
 import json
 import re
+import threading
 import typing
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -198,9 +199,28 @@ def _run_to_completion(awaitable: Awaitable) -> Any:
     except RuntimeError:
         return asyncio.run(wait())
     # In a Jupyter kernel the cell itself runs inside the kernel's event loop, which cannot
-    # be re-entered: the tool gets a loop of its own on a helper thread.
-    with ThreadPoolExecutor(1, thread_name_prefix="mlx-notebook-tool") as pool:
-        return pool.submit(asyncio.run, wait()).result()
+    # be re-entered: the tool gets a loop of its own on a daemon thread. Interrupting the
+    # kernel returns at once and cancels the tool, rather than waiting for it to finish.
+    outcome: Future = Future()
+    running: dict[str, Any] = {}
+
+    async def main():
+        running["loop"], running["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        return await awaitable
+
+    def serve():
+        try:
+            outcome.set_result(asyncio.run(main()))
+        except BaseException as exc:  # handed to the waiting cell, which re-raises it
+            outcome.set_exception(exc)
+
+    threading.Thread(target=serve, name="mlx-notebook-tool", daemon=True).start()
+    try:
+        return outcome.result()
+    except KeyboardInterrupt:
+        if "task" in running:
+            running["loop"].call_soon_threadsafe(running["task"].cancel)
+        raise
 
 
 def ask_before_running(name: str, arguments: dict) -> bool:

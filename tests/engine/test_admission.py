@@ -101,6 +101,8 @@ BAD = [
     ({"messages": USER, "logprobs": "yes"}, "logprobs"),
     ({"messages": USER, "top_logprobs": 50}, "top_logprobs"),
     ({"messages": USER, "seed": "42"}, "seed"),
+    ({"messages": USER, "seed": -1}, "seed"),
+    ({"messages": USER, "seed": 2**64}, "seed"),
     ({"messages": USER, "stream": "true"}, "stream"),
     ({"messages": USER, "stream_options": 1}, "stream_options"),
     ({"messages": USER, "chat_template_kwargs": "x"}, "chat_template_kwargs"),

@@ -7,6 +7,7 @@ the scripts' tokens accepted, at most 75% possible with 3 drafts per step).
 
 from __future__ import annotations
 
+import gc
 import shutil
 import threading
 
@@ -79,10 +80,11 @@ def test_accepted_drafts_show_in_usage_and_events(drafting_engine, script_body):
     assert none["choices"][0]["message"]["content"] == text
 
 
+@pytest.mark.parametrize("num_draft_tokens", [3, 0])
 def test_a_follow_up_turn_reuses_the_drafted_reply_from_the_cache(
-        drafting_engine, tiny_engine, script_body, scripts):
+        drafting_engine, tiny_engine, script_body, scripts, num_draft_tokens):
     script = scripts["follow_up_turn"]
-    first = script_body("reason_then_answer")
+    first = script_body("reason_then_answer", num_draft_tokens=num_draft_tokens)
     drafting_engine.clear_prompt_cache()
     reply = drafting_engine.chat_completions(first)["choices"][0]["message"]
     follow = {**first, "messages": first["messages"] + [reply] + script["messages"][-1:]}
@@ -162,6 +164,18 @@ def test_a_draft_with_another_vocabulary_is_refused(smollm2_path, tiny_reasoner_
         "model has 49152); speculative decoding needs a draft model with the same vocabulary, "
         "e.g. a smaller or more quantized model of the same family."
     )
+
+
+def test_a_refused_draft_does_not_keep_the_loaded_model_in_memory(
+        smollm2_path, tiny_reasoner_path):
+    gc.collect()
+    before = mx.get_active_memory()
+    with pytest.raises(EngineError) as refused:
+        Engine(str(smollm2_path), draft_model=str(tiny_reasoner_path), progress=False)
+    gc.collect()
+    # The error is still held (as IPython holds the last one); SmolLM2's 538 MB are not.
+    assert refused.value.__traceback__ is not None
+    assert mx.get_active_memory() - before < 50 << 20
 
 
 def test_a_draft_cannot_share_the_engine_with_a_rotating_cache(tiny_reasoner_path):

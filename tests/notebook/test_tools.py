@@ -197,3 +197,35 @@ def test_an_async_tool_runs_inside_a_running_event_loop_as_in_a_kernel():
     runner.start()
     runner.join(10)
     assert results == [({"city": "Oslo", "celsius": 21}, None)]
+
+
+_HANGING_TOOL_IN_A_KERNEL = """
+import _thread, asyncio, sys, threading, time
+from mlx_notebook.tools import call_tool, make_tool
+
+async def wait_for_reply(seconds: float) -> str:
+    \"\"\"Wait for a reply that does not come.\"\"\"
+    await asyncio.sleep(seconds)
+    return "late"
+
+async def cell():  # as ipykernel: a cell in a running loop, Ctrl-C raises KeyboardInterrupt
+    return call_tool([make_tool(wait_for_reply)], "wait_for_reply", {"seconds": 30})
+
+threading.Timer(0.5, _thread.interrupt_main).start()
+t0 = time.perf_counter()
+try:
+    asyncio.new_event_loop().run_until_complete(cell())
+except KeyboardInterrupt:
+    print(f"interrupted after {time.perf_counter() - t0:.1f} s")
+"""
+
+
+def test_interrupting_the_kernel_stops_waiting_for_an_async_tool():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _HANGING_TOOL_IN_A_KERNEL],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seconds = float(done.stdout.split("interrupted after ")[1].split()[0])
+    assert seconds < 5  # not the tool's 30 s
