@@ -219,7 +219,10 @@ def _run_to_completion(awaitable: Awaitable) -> Any:
         return outcome.result()
     except KeyboardInterrupt:
         if "task" in running:
-            running["loop"].call_soon_threadsafe(running["task"].cancel)
+            try:
+                running["loop"].call_soon_threadsafe(running["task"].cancel)
+            except RuntimeError:  # the tool finished meanwhile and its loop is closed
+                pass
         raise
 
 
