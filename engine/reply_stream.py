@@ -81,8 +81,6 @@ class ReplyStream:
         self.deltas: list[str] = []
         self.tool_calls = 0
         self.finished = False
-        self.accepted_draft_tokens: int | None = None
-        """Generated tokens the draft model proposed (set by the scheduler when drafting)."""
         self.t_scheduled = time.perf_counter()
         self.t_first = 0.0
 
@@ -123,8 +121,11 @@ class ReplyStream:
             self._emit(text)
         return False
 
-    def finish(self, reason: str) -> None:
-        """Flush the filter, then Usage and Finished (``reason`` as the scheduler saw it)."""
+    def finish(self, reason: str, *, accepted_draft_tokens: int | None = None) -> None:
+        """Flush the filter, then Usage and Finished (``reason`` as the scheduler saw it).
+
+        ``accepted_draft_tokens`` is given when a draft model proposed tokens for the reply.
+        """
         if self.finished:
             return
         self.finished = True
@@ -146,7 +147,7 @@ class ReplyStream:
                 (self.completion_tokens - 1) / decode_time if decode_time > 0 else 0.0
             ),
             peak_memory=int(mx.get_peak_memory()),
-            accepted_draft_tokens=self.accepted_draft_tokens,
+            accepted_draft_tokens=accepted_draft_tokens,
         ))
         self.out.put(Finished(reason))
 

@@ -231,9 +231,7 @@ class Scheduler:
             self.cache.insert(tokens, cache, kind="assistant",
                               template_args=a.job.request.chat_template_kwargs)
             self.single = None
-            if self.draft_model is not None:
-                a.reply.accepted_draft_tokens = single.accepted_draft_tokens
-            a.reply.finish(reason)
+            a.reply.finish(reason, accepted_draft_tokens=single.accepted_draft_tokens)
         except Exception as e:  # one request's failure must not take the engine down
             log.exception("request %s failed", a.job.request_id)
             self.single = None

@@ -35,10 +35,11 @@ class SingleStream:
         """Prompt and generated tokens so far."""
         self.generated = 0
         self._cached = cached
-        self.accepted_draft_tokens = 0
         self._matcher = stop_sequences.matcher()
         self._model_layers = len(model.layers)
         self._speculative = draft_model is not None
+        self.accepted_draft_tokens = 0 if self._speculative else None
+        """Generated tokens the draft proposed and the model kept; None without a draft."""
         self._draft_model = draft_model
         self._stream = stream
         out = active.job.out
