@@ -17,6 +17,7 @@ import re
 import threading
 import typing
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -216,7 +217,14 @@ def _run_to_completion(awaitable: Awaitable) -> Any:
 
     threading.Thread(target=serve, name="mlx-notebook-tool", daemon=True).start()
     try:
-        return outcome.result()
+        # Waited for in short slices: a blocked lock acquire does not wake for an interrupt
+        # that is only flagged (``_thread.interrupt_main``, some front ends), while a slice's
+        # end runs bytecode and so raises a pending KeyboardInterrupt within 50 ms.
+        while True:
+            try:
+                return outcome.result(timeout=0.05)
+            except FutureTimeout:  # the builtin TimeoutError only from Python 3.11
+                continue
     except KeyboardInterrupt:
         if "task" in running:
             try:

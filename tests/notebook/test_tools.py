@@ -205,13 +205,15 @@ from mlx_notebook.tools import call_tool, make_tool
 
 async def wait_for_reply(seconds: float) -> str:
     \"\"\"Wait for a reply that does not come.\"\"\"
+    # The interrupt comes once the cell is surely waiting for this tool (not while it still
+    # imports), flagged the way _thread.interrupt_main flags it: no signal wakes the wait.
+    threading.Timer(0.3, _thread.interrupt_main).start()
     await asyncio.sleep(seconds)
     return "late"
 
 async def cell():  # as ipykernel: a cell in a running loop, Ctrl-C raises KeyboardInterrupt
     return call_tool([make_tool(wait_for_reply)], "wait_for_reply", {"seconds": 30})
 
-threading.Timer(0.5, _thread.interrupt_main).start()
 t0 = time.perf_counter()
 try:
     asyncio.new_event_loop().run_until_complete(cell())
