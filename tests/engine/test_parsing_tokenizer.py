@@ -95,13 +95,9 @@ def test_deepseek_vocabulary_picks_deepseek_r1(tmp_path):
     assert f.feed("Hmm.</think>Yes.") == [Event("reasoning", "Hmm."), Event("content", "Yes.")]
 
 
-SMOLLM2 = Path("/work/models/smollm2-f32")
-
-
 @pytest.mark.model
-@pytest.mark.skipif(not (SMOLLM2 / "tokenizer.json").exists(), reason="SmolLM2 not built yet")
-def test_smollm2_is_plain():
-    tokenizer = load_tokenizer(SMOLLM2)
+def test_smollm2_is_plain(smollm2_path):
+    tokenizer = load_tokenizer(smollm2_path)
     prompt = render(tokenizer)
     f = StreamFilter.for_tokenizer(tokenizer, prompt)
     assert f.family.name == "plain"
