@@ -10,7 +10,10 @@ from .admission import GenerationRequest
 from .prompt_cache import CacheLookup
 from .rendering import Segment
 
-__all__ = ["Inspection", "request_options"]
+__all__ = ["Inspection", "request_options", "TOOLS_NOT_RENDERED"]
+
+TOOLS_NOT_RENDERED = ("tools: this model's chat template cannot show tools, so the model "
+                      "never sees them")
 
 
 def request_options(request: GenerationRequest) -> dict[str, Any]:
@@ -41,6 +44,8 @@ class Inspection:
     """Where the prompt cache snapshots this prompt (system prompt, conversation, tail)."""
     cache: CacheLookup
     """Tokens the prompt cache would reuse now, and why not more."""
+    tools_rendered: bool | None = None
+    """None without tools; False when the chat template leaves the request's tools out."""
 
     @property
     def cached_tokens(self) -> int:
@@ -54,6 +59,7 @@ class Inspection:
             + (f" ({c.miss_reason})" if c.miss_reason else ""),
             "options: " + ", ".join(f"{k}={v!r}" for k, v in self.options.items()),
             "segments: " + ", ".join(f"{s.kind}[{s.start}:{s.end}]" for s in self.segments),
+            *([TOOLS_NOT_RENDERED] if self.tools_rendered is False else []),
             "prompt:",
             self.prompt_text,
         ]
@@ -73,8 +79,10 @@ class Inspection:
             f"<tr><td>{html.escape(k)}</td><td>{html.escape(repr(v))}</td></tr>"
             for k, v in self.options.items()
         )
+        tools = (f"<div style='color:#a15c00'>{html.escape(TOOLS_NOT_RENDERED)}</div>"
+                 if self.tools_rendered is False else "")
         return (
-            f"<div><b>{len(self.token_ids)} prompt tokens</b>, {c.cached_tokens} cached{why}"
+            f"<div><b>{len(self.token_ids)} prompt tokens</b>, {c.cached_tokens} cached{why}{tools}"
             f"<div style='line-height:1.8'>{''.join(cells)}</div>"
             f"<details><summary>options</summary><table>{opts}</table></details></div>"
         )

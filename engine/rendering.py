@@ -9,7 +9,7 @@ DeepSeek-V4 has no Jinja template; its programmatic encoder renders instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .admission import GenerationRequest
@@ -38,6 +38,9 @@ class RenderedPrompt:
     """The prompt exactly as the model reads it (special tokens included)."""
     tokens: tuple[int, ...]
     segments: tuple[Segment, ...]
+    tools_rendered: bool | None = None
+    """Whether the request's tools reached the prompt: None without tools, False when the
+    chat template ignores them (the model never sees them and may invent an answer)."""
 
 
 def _role_mapping_prompt(messages, role_mapping) -> str:
@@ -134,10 +137,16 @@ def render(request: GenerationRequest, tokenizer, *, model_type: str = "") -> Re
     if model_type != "deepseek_v4" and not tokenizer.has_chat_template:
         text = _role_mapping_prompt(request.messages, request.role_mapping)
         tokens = tokenizer.encode(text)
-        return RenderedPrompt(text, tuple(tokens), (Segment("assistant", 0, len(tokens)),))
+        return RenderedPrompt(text, tuple(tokens), (Segment("assistant", 0, len(tokens)),),
+                              tools_rendered=False if request.tools else None)
     text = _chat_text(request, tokenizer, model_type)
     tokens = tokenizer.encode(text, add_special_tokens=False)
     if not tokens:
         raise EngineRequestError("The rendered prompt is empty.", param="messages")
     segments = _segments(request, tokenizer, tokens, request.template_kwargs)
-    return RenderedPrompt(text, tuple(tokens), segments)
+    tools_rendered = None
+    if request.tools:
+        # A template without a tools block renders the same text with and without them
+        # (SmolLM2's); one more render, only for tool requests, tells the caller so.
+        tools_rendered = text != _chat_text(replace(request, tools=None), tokenizer, model_type)
+    return RenderedPrompt(text, tuple(tokens), segments, tools_rendered)

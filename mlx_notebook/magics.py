@@ -9,6 +9,7 @@ the only interpolation is the cell body's, once, before templating.
 from __future__ import annotations
 
 import shlex
+import textwrap
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -37,7 +38,7 @@ from .options import (
 from .runner import DEFAULT_MAX_ROUNDS, run_turn
 from .sessions import DEFAULT_SESSION, Session, SessionStore
 from .terminal import TerminalView
-from .tools import ask_before_running, resolve_tools
+from .tools import ask_before_running, registered_tools, resolve_tools, unregister_tools
 from .turn import Turn
 
 __all__ = ["MlxMagics"]
@@ -74,8 +75,9 @@ class MlxMagics(Magics):
             "status": self._status, "unload": self._unload, "cache": self._cache,
             "render": self._render, "trace": self._trace, "sessions": self._sessions,
             "history": self._history, "reset": self._reset, "config": self._config,
-            "help": self._help,
+            "tools": self._tools, "help": self._help,
         }
+        self._warned_tools_unsupported: set[tuple[str, str]] = set()
 
     def close(self) -> None:
         """Stop the engine; called when the extension is unloaded."""
@@ -89,8 +91,10 @@ class MlxMagics(Magics):
     @argument("spec", nargs="?", default=None,
               help="smollm2-135m-instruct (default), tiny-reasoner, a .gguf file, an mlx-lm "
                    "model directory or a Hugging Face repo id in the local cache.")
-    @argument("--dtype", choices=["keep", "float32", "bfloat16"], default=None,
-              help="For GGUF files: keep the file's quantization, or dequantize.")
+    @argument("--dtype", choices=["auto", "keep", "float32", "bfloat16"], default=None,
+              help="What the weights compute in: auto (default: float32 for small models on a "
+                   "Linux CPU, where it is the fast path, the model's own elsewhere), keep the "
+                   "model's own (a GGUF's quantization), or float32/bfloat16.")
     @argument("--prompt-cache-bytes", type=parse_bytes, default=None, metavar="SIZE",
               help="Memory the prompt cache may use, e.g. 512MB or 2GiB.")
     @argument("--max-kv-size", type=int, default=None, metavar="TOKENS",
@@ -154,8 +158,9 @@ class MlxMagics(Magics):
     def chat(self, line: str, cell: str):
         """Send the cell as the next user message of a chat session and stream the reply.
 
-        Returns the turn (also in ``_``): content, reasoning, tool_calls, usage, timings,
-        the exact request body and the raw chunks.
+        Returns the turn (also in _): content, reasoning, tool_calls, usage, timings, the
+        exact request body and the raw chunks. The Stop button ends the reply where it is
+        and keeps it in the session (_.drop() removes it).
         """
         args = self._chat_args(line, "%%chat", self.chat)
         engine = self._engine("%%chat")
@@ -169,11 +174,17 @@ class MlxMagics(Magics):
         if tools:
             body["tools"] = [t.schema() for t in tools]
         turn = Turn(model=reports.model_name(engine), session=session.name, request=body,
-                    user_message=body["messages"][-1], options=set_options(args))
+                    user_message=body["messages"][-1], options=set_options(args),
+                    tools_offered=[t.name for t in tools], model_dtype=_model_dtype(engine))
         confirm = ask_before_running if args.confirm else None
-        self._run(engine, turn, args, "%%chat", kind="chat", tools=tools, confirm=confirm,
-                  max_rounds=args.max_rounds or DEFAULT_MAX_ROUNDS)
+        try:
+            self._run(engine, turn, args, "%%chat", kind="chat", tools=tools, confirm=confirm,
+                      max_rounds=args.max_rounds or DEFAULT_MAX_ROUNDS)
+        except KeyboardInterrupt:
+            session.add(turn, system=args.system)  # what the user saw stays in the conversation
+            raise
         session.add(turn, system=args.system)
+        self._warn_tools_unsupported(turn)
         return self._result(turn, args, "%%chat")
 
     # ------------------------------------------------------------------- %%complete
@@ -189,7 +200,7 @@ class MlxMagics(Magics):
         engine = self._engine("%%complete")
         body = {"prompt": self._cell_text(cell, args, "%%complete"), **body_fields(args)}
         turn = Turn(model=reports.model_name(engine), session="", request=body,
-                    options=set_options(args))
+                    options=set_options(args), model_dtype=_model_dtype(engine))
         self._run(engine, turn, args, "%%complete", kind="completion")
         return self._result(turn, args, "%%complete")
 
@@ -295,7 +306,7 @@ class MlxMagics(Magics):
     @magic_arguments(name="mlx history")
     @argument("session", nargs="?", default=DEFAULT_SESSION, help="The session (default: 'default').")
     def _history(self, line: str):
-        """A session's turns, marking those not sent as history (interrupted or failed)."""
+        """A session's turns, marking stopped ones and those not sent as history (failed or dropped)."""
         args = _parse(self._history, line, "%mlx history")
         with as_usage_errors("%mlx history"):
             display(reports.history(self.sessions.get(args.session)))
@@ -338,13 +349,41 @@ class MlxMagics(Magics):
                 self.defaults[key] = fragment
         display(reports.config(self.defaults))
 
+    @magic_arguments(name="mlx tools")
+    @argument("--remove", nargs="+", default=None, metavar="NAME",
+              help="Stop offering these @mlx_notebook.tool functions to every %%%%chat.")
+    @argument("--clear", action="store_true", help="Stop offering every registered tool.")
+    def _tools(self, line: str):
+        """The tools every %%chat offers (registered with @mlx_notebook.tool), or remove some."""
+        args = _parse(self._tools, line, "%mlx tools")
+        if args.clear:
+            removed = unregister_tools(None)
+            display(reports.text(f"Removed {len(removed)} tool(s): {', '.join(removed) or 'none'}."))
+            return
+        if args.remove:
+            with as_usage_errors("%mlx tools"):
+                removed = unregister_tools(args.remove)
+            display(reports.text(f"Removed {', '.join(removed)}; "
+                                 f"{len(registered_tools())} tool(s) still offered."))
+            return
+        tools = registered_tools()
+        if not tools:
+            display(reports.text("No tools are registered: decorate a function with "
+                                 "@mlx_notebook.tool to offer it to every %%chat."))
+            return
+        lines = [f"Offered to every %%chat (unless the cell passes --tools):"]
+        for tool in tools.values():
+            params = ", ".join(tool.parameters.get("properties", {}))
+            lines.append(f"  {tool.name}({params})" + (f": {tool.description}" if tool.description else ""))
+        display(reports.text("\n".join(lines)))
+
     @magic_arguments(name="mlx help")
     @argument("subcommand", nargs="?", default=None, help="Show only this subcommand's help.")
     def _help(self, line: str):
-        """Help for %mlx and each of its subcommands."""
+        """Every magic in one line each, or one subcommand's options."""
         args = _parse(self._help, line, "%mlx help")
         if args.subcommand is None:
-            display(reports.text(type(self).mlx.__doc__))
+            display(reports.text(help_overview()))
             return
         if args.subcommand not in self.subcommands:
             raise UsageError(f"%mlx help: unknown subcommand '{args.subcommand}'; use one of "
@@ -364,6 +403,18 @@ class MlxMagics(Magics):
                 if known[key] is None:
                     setattr(args, key, value)
         return args
+
+    def _warn_tools_unsupported(self, turn: Turn) -> None:
+        """Once per session and model: the tools never reached the model (the card says it
+        on every such turn)."""
+        key = (turn.session, turn.model)
+        if not turn.tools_unsupported or key in self._warned_tools_unsupported:
+            return
+        self._warned_tools_unsupported.add(key)
+        display(reports.text(
+            f"Warning: {turn.model}'s chat template cannot show tools, so the model never saw "
+            f"{', '.join(turn.tools_offered)} and may invent an answer; use a model with tool "
+            "calling, or --tools none to stop offering them."))
 
     def _engine(self, magic: str) -> Any:
         if self.engine is None:
@@ -385,8 +436,18 @@ class MlxMagics(Magics):
         if args.show_request:
             display(reports.request(turn.request))
         view = None if args.no_stream else self._view(turn)
-        with as_usage_errors(magic):
-            run_turn(engine, turn, view, **kwargs)
+        try:
+            with as_usage_errors(magic):
+                run_turn(engine, turn, view, **kwargs)
+        except KeyboardInterrupt:
+            # Kernel › Interrupt or Ctrl-C: the turn is recorded as stopped and shown; the
+            # cell still fails, as IPython's convention wants, so Run All stops here.
+            if view is not None:
+                view.finish(turn)
+            self.shell.displayhook.update_user_ns(turn)
+            raise KeyboardInterrupt(
+                f"{magic} stopped; the partial reply is kept (in _ and in the session's "
+                "history; _.drop() removes it).") from None
         if view is not None:
             view.finish(turn)
         else:
@@ -409,14 +470,13 @@ class MlxMagics(Magics):
         return TerminalView(turn.model, turn.session, trim_edges="messages" in turn.request)
 
     def _result(self, turn: Turn, args: Any, magic: str) -> Turn:
-        if turn.interrupted or turn.error:
+        if turn.error:
             # The cell fails (so Run All stops) but the turn stays reachable as ``_``.
             self.shell.displayhook.update_user_ns(turn)
-            if turn.interrupted:
-                raise UsageError(f"{magic}: interrupted; the partial reply (in _) is not sent as "
-                                 "history unless you call _.keep().")
             failure = EngineDeadError(turn.error) if not self.engine.healthy else EngineError(turn.error)
             raise usage_error(magic, failure)
+        # A turn stopped with the Stop button is the user's choice, not a failure: the cell
+        # ends normally and the partial reply stays in the session (``_.drop()`` removes it).
         live_terminal = not args.no_stream and not _in_kernel(self.shell)
         turn._display_instead = {"text/plain": f"[{turn.summary()}]"} if live_terminal else {}
 
@@ -429,8 +489,72 @@ class MlxMagics(Magics):
         return turn
 
 
-MlxMagics.mlx.__doc__ = "\n\n".join(
-    [MlxMagics.mlx.__doc__ or ""]
-    + [getattr(MlxMagics, f"_{name}").__doc__ for name in
-       ("status", "unload", "cache", "render", "trace", "sessions", "history", "reset", "config", "help")]
-)
+def _model_dtype(engine: Any) -> str | None:
+    info = engine.model_info
+    return getattr(info, "dtype", None) or getattr(info, "quantization", None)
+
+
+_TOOL_EXAMPLE = """\
+Tools: a decorated function is offered to every %%chat (--tools NAMES picks, --tools none
+offers none; %mlx tools lists them and removes them):
+
+    import mlx_notebook
+
+    @mlx_notebook.tool
+    def get_weather(city: str) -> str:
+        \"\"\"The current weather in a city.\"\"\"
+        return "sunny, 21 C"
+"""
+
+
+def _first_line(paragraph: str) -> str:
+    """The paragraph's first sentence on one line, without its full stop."""
+    return " ".join(paragraph.split()).split(". ")[0].rstrip(".")
+
+
+def help_overview() -> str:
+    """``%mlx help`` and ``%mlx?``: every magic in one line, then how to offer a tool."""
+    rows = [
+        ("%load_model [SPEC]", _SUMMARIES["load_model"]),
+        ("%%chat [options]", _SUMMARIES["chat"]),
+        ("%%complete [options]", _SUMMARIES["complete"]),
+    ]
+    rows += [(f"%mlx {name}", _SUMMARIES[f"mlx {name}"]) for name in _SUBCOMMANDS]
+    width = max(len(name) for name, _ in rows)
+    lines = ["mlx-notebook magics (add ? for one magic's options, e.g. %%chat?; "
+             "%mlx help SUBCOMMAND for a subcommand's):", ""]
+    lines += [f"  {name.ljust(width)}  {summary}" for name, summary in rows]
+    return "\n".join(lines + ["", _TOOL_EXAMPLE])
+
+
+def plain_help(doc: str | None) -> str:
+    """A magic's help without reST markup: magic_arguments' ``::`` literal-block opener and
+    double backquotes, which IPython's ``?`` shows verbatim."""
+    text = (doc or "").replace("``", "")
+    if text.startswith("::\n\n"):
+        usage, _, rest = text[4:].partition("\n\n")
+        text = textwrap.dedent(usage) + "\n\n" + rest
+    return text
+
+
+_SUBCOMMANDS = ("status", "unload", "cache", "render", "trace", "sessions", "history", "reset",
+                "config", "tools", "help")
+
+
+def _summary(function: Any) -> str:
+    """The first sentence of a magic's own docstring (after magic_arguments' usage block)."""
+    paragraphs = plain_help(function.__doc__).split("\n\n")
+    return _first_line(paragraphs[1] if len(paragraphs) > 1 else paragraphs[0])
+
+
+_SUMMARIES = {
+    "load_model": _summary(MlxMagics.load_model),
+    "chat": _summary(MlxMagics.chat),
+    "complete": _summary(MlxMagics.complete),
+    **{f"mlx {name}": _summary(getattr(MlxMagics, f"_{name}")) for name in _SUBCOMMANDS},
+}
+
+for _name in ("load_model", "chat", "complete", *(f"_{name}" for name in _SUBCOMMANDS)):
+    getattr(MlxMagics, _name).__doc__ = plain_help(getattr(MlxMagics, _name).__doc__)
+MlxMagics.mlx.__doc__ = help_overview()
+del _name

@@ -1,16 +1,19 @@
 """Run one turn on the engine from the cell's thread: stream events, run tools, build the Turn.
 
 The cell blocks until the turn ends (a headless Run All must save the final answer), reading
-``handle.events()`` on its own thread and passing every event to the view as it arrives. A
-``KeyboardInterrupt`` (kernel interrupt, Ctrl-C) cancels the request on the engine and marks
-the turn interrupted; the engine finishes the request as ``cancelled`` and the next cell
-works. The tool loop sends each round's assistant message and the tools' results back as
-``tool`` messages and asks again, up to ``max_rounds`` model calls.
+``handle.events()`` on its own thread and passing every event to the view as it arrives. The
+view's Stop cancels the request on the engine (and ends a tool loop between rounds): the turn
+ends normally, ``stopped``, with the partial reply. A ``KeyboardInterrupt`` (Kernel ›
+Interrupt, Ctrl-C) does the same and is then raised again once the turn is recorded, so the
+cell fails as IPython's convention wants and Run All stops. The tool loop sends each round's
+assistant message and the tools' results back as ``tool`` messages and asks again, up to
+``max_rounds`` model calls.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any, Callable, Iterator, Protocol
 
@@ -18,7 +21,7 @@ from mlx_notebook.engine import events, responses
 from mlx_notebook.engine.errors import EngineRequestError
 
 from .tools import Tool, call_tool
-from .turn import Round, Turn
+from .turn import STOPPED, Round, Turn
 
 __all__ = ["View", "run_turn", "DEFAULT_MAX_ROUNDS"]
 
@@ -32,6 +35,7 @@ class View(Protocol):
     def handle(self, event: events.EngineEvent) -> None: ...
     def tool_result(self, call_id: str, result: Any = None, error: str | None = None) -> None: ...
     def on_stop(self, callback: Callable[[], None]) -> None: ...
+    def offer_tools(self, names: list[str], unsupported: bool) -> None: ...
     def finish(self, turn: Turn) -> None: ...
 
 
@@ -51,12 +55,20 @@ def run_turn(
 ) -> Turn:
     """Send ``turn.request`` (and tool-loop follow-ups), filling ``turn`` as events arrive.
 
-    The view is displayed once the first request is admitted and finished by the caller.
+    The view is displayed once the first request is admitted and finished by the caller. A
+    ``KeyboardInterrupt`` is raised again after the turn is recorded as stopped.
     """
     started = time.perf_counter()
     current: list[Any] = [None]
+    stop_pressed = threading.Event()
+
+    def stop() -> None:  # may run on another thread (a comm message on a kernel subshell)
+        stop_pressed.set()
+        if current[0] is not None:
+            current[0].cancel()
+
     if view is not None:
-        view.on_stop(lambda: current[0] is not None and current[0].cancel())
+        view.on_stop(stop)
     body = turn.request
     try:
         for number in range(max_rounds):
@@ -68,10 +80,15 @@ def run_turn(
                     _summarize(turn, started)
                     view.finish(turn)
                 raise
+            if stop_pressed.is_set():  # pressed while the tools ran or this round was sent
+                current[0].cancel()
             round_ = Round(request=body, request_id=current[0].id)
             turn.rounds.append(round_)
-            if number == 0 and view is not None:
-                view.display()  # only once admitted: a rejected request shows just the error line
+            if number == 0:
+                turn.tools_unsupported = current[0].prompt.tools_rendered is False
+                if view is not None:
+                    view.offer_tools(turn.tools_offered, turn.tools_unsupported)
+                    view.display()  # only once admitted: a rejected request shows just the error line
             _consume(current[0], turn, round_, view, kind)
             _summarize(turn, started)
             if turn.interrupted or turn.error or not round_.tool_calls or not tools:
@@ -83,18 +100,37 @@ def run_turn(
                 )
                 break
             _run_tools(round_, tools, confirm, view)
+            if stop_pressed.is_set():
+                turn.interrupted = True
+                break
             body = {**body, "messages": [*body["messages"], *round_.messages()]}
-    except KeyboardInterrupt:  # between rounds: in a tool, its confirmation or a submit
+    except KeyboardInterrupt:  # in a tool, its confirmation, a submit or a round's events
         turn.interrupted = True
         if current[0] is not None:
             current[0].cancel()
-    finally:
+        _mark_stopped(turn)
         _summarize(turn, started)
+        raise
+    _mark_stopped(turn)
+    _summarize(turn, started)
     return turn
 
 
+def _mark_stopped(turn: Turn) -> None:
+    """A stopped turn's last round says ``stopped``; calls it never ran say why."""
+    if not turn.interrupted or not turn.rounds:
+        return
+    last = turn.rounds[-1]
+    if last.finish_reason in (None, "cancelled", "tool_calls") and turn.error is None:
+        last.finish_reason = STOPPED
+    for call in last.tool_calls:
+        if call["result"] is None and call["error"] is None:
+            call["error"] = "not run: the user stopped the turn"
+
+
 def _consume(handle: Any, turn: Turn, round_: Round, view: View | None, kind: str) -> None:
-    """Record every event of one request; on KeyboardInterrupt cancel it and drain the rest."""
+    """Record every event of one request; on KeyboardInterrupt cancel it, drain the rest and
+    raise the interrupt again."""
     try:
         _stream(handle, turn, round_, view, kind)
     except KeyboardInterrupt:
@@ -108,6 +144,7 @@ def _consume(handle: Any, turn: Turn, round_: Round, view: View | None, kind: st
             _stream(handle, turn, round_, None, kind)
         except KeyboardInterrupt:
             pass
+        raise
 
 
 def _stream(handle: Any, turn: Turn, round_: Round, view: View | None, kind: str) -> None:
@@ -152,7 +189,7 @@ def _record(turn: Turn, round_: Round, event: events.EngineEvent) -> None:
             round_.usage["accepted_draft_tokens"] = event.accepted_draft_tokens
         _timings(turn, event)
     elif isinstance(event, events.Finished):
-        round_.finish_reason = event.reason
+        round_.finish_reason = STOPPED if event.reason == "cancelled" else event.reason
         if event.reason == "cancelled":
             turn.interrupted = True
     elif isinstance(event, events.Error):

@@ -40,6 +40,11 @@ class TerminalView:
     def on_stop(self, callback: Callable[[], None]) -> None:
         pass
 
+    def offer_tools(self, names: list[str], unsupported: bool) -> None:
+        if names and unsupported:
+            self._start("line", f"[tools not shown to the model: its chat template cannot "
+                                f"render tools ({', '.join(names)})]")
+
     def handle(self, event: events.EngineEvent) -> None:
         if isinstance(event, events.ReasoningDelta):
             self._text("reasoning", event.text, "[thinking] ")
@@ -58,7 +63,7 @@ class TerminalView:
 
     def finish(self, turn: Turn) -> None:
         if turn.interrupted:
-            self._write(" [interrupted]")
+            self._write(" [stopped]")
         if turn.error and self._section != "line":
             self._start("line", f"[error] {turn.error}")
         if turn.interrupted or turn.error:

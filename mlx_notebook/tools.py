@@ -21,8 +21,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-__all__ = ["Tool", "ToolError", "tool", "make_tool", "registered_tools", "resolve_tools", "call_tool",
-           "ask_before_running"]
+__all__ = ["Tool", "ToolError", "tool", "make_tool", "registered_tools", "unregister_tools",
+           "resolve_tools", "call_tool", "ask_before_running"]
 
 _SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:[^:\s]+\s+)?(\w+)\s*:\s*(.+?)\s*$", re.MULTILINE)
 
@@ -139,6 +139,22 @@ def tool(function: Callable[..., Any] | None = None, *, name: str | None = None,
 def registered_tools() -> dict[str, Tool]:
     """The tools registered with ``@tool``, by name."""
     return dict(_registry)
+
+
+def unregister_tools(names: list[str] | None) -> list[str]:
+    """Stop offering ``names`` (every registered tool when None); return the names removed.
+
+    Raises ToolError, removing nothing, when a name is not registered.
+    """
+    if names is None:
+        names = list(_registry)
+    unknown = [name for name in names if name not in _registry]
+    if unknown:
+        known = ", ".join(sorted(_registry)) or "none"
+        raise ToolError(f"No tool named '{unknown[0]}' is registered (registered: {known}).")
+    for name in names:
+        del _registry[name]
+    return list(names)
 
 
 def resolve_tools(names: list[str] | None, namespace: dict) -> list[Tool]:

@@ -3,7 +3,8 @@
 A ``Turn`` is built on the cell's thread while the engine's events arrive, then handed to the
 display (the live ``ChatView`` and the static mimebundle) and returned to the user (``_``).
 It is mutable on purpose: the tool loop fills each call's ``result`` after the model asked
-for it, and the user may flip ``interrupted`` turns back into a session with ``keep``.
+for it, and the user may take a stopped turn out of its session with ``drop`` or put a failed
+one back with ``keep``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Turn", "Round", "empty_usage", "empty_timings"]
+__all__ = ["Turn", "Round", "empty_usage", "empty_timings", "STOPPED"]
+
+STOPPED = "stopped"
+"""The finish reason of a turn the user stopped (Stop button, Kernel › Interrupt, Ctrl-C): one
+name on the turn, its rounds, the card, the footer and the history. The engine calls the same
+event ``cancelled``; the runner translates it at the boundary."""
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def empty_usage() -> dict:
@@ -36,7 +46,7 @@ class Round:
     ``request`` is the exact body of that call, ``tool_calls`` the calls the model made in
     it (same dict shape as ``Turn.tool_calls``, results filled once the functions ran),
     ``usage`` its token counts and ``finish_reason`` why the model stopped (``stop``,
-    ``length``, ``tool_calls``, ``cancelled``) or None when it failed.
+    ``length``, ``tool_calls``, ``stopped`` by the user) or None when it failed.
     """
 
     request: dict
@@ -103,8 +113,11 @@ class Turn:
     ``{"token", "logprob", "top_logprobs": [{"token", "logprob"}]}`` per generated token when
     ``--tokens`` asked for them. ``content`` is exactly what the engine sent (after a
     reasoning block it usually starts with a blank line); ``text`` is it trimmed, for reading.
-    ``interrupted`` turns are kept out of the session history
-    unless the user calls ``keep()``; ``error`` is the one-sentence failure, if any.
+    A turn the user stopped (``interrupted``, finish reason ``stopped``) stays in the session
+    history as far as it got -- it is what the user saw -- unless they call ``drop()``; a
+    failed one (``error``, the one-sentence failure) stays out unless they call ``keep()``.
+    ``tools_offered`` names the tools sent with the request; ``tools_unsupported`` says the
+    model's chat template left them out of the prompt, so the model never saw them.
     """
 
     model: str
@@ -127,18 +140,24 @@ class Turn:
     options: dict = field(default_factory=dict, repr=False)
     """The flags the user set on the cell (after ``%mlx config`` defaults), for the record."""
     kept: bool = field(default=False, repr=False)
+    dropped: bool = field(default=False, repr=False)
+    tools_offered: list[str] = field(default_factory=list, repr=False)
+    tools_unsupported: bool = field(default=False, repr=False)
+    model_dtype: str | None = field(default=None, repr=False)
+    """The dtype the model computed in (``float32``, ``bfloat16``, ``4-bit``...)."""
     _display_instead: dict | None = field(default=None, repr=False, compare=False)
     """What the displayhook shows, once, instead of this turn: the cell showed it live."""
 
     @property
     def text(self) -> str:
-        """The answer with an ``[interrupted]`` mark when the user stopped it."""
-        return self.content.strip() + (" [interrupted]" if self.interrupted else "")
+        """The answer with a ``[stopped]`` mark when the user stopped it."""
+        return self.content.strip() + (f" [{STOPPED}]" if self.interrupted else "")
 
     @property
     def in_history(self) -> bool:
-        """Whether the session sends this turn as history: complete turns, or kept ones."""
-        return (not self.interrupted and self.error is None) or self.kept
+        """Whether the session sends this turn as history: complete and stopped turns (as far
+        as they got), failed ones only when kept, none that were dropped."""
+        return not self.dropped and (self.error is None or self.kept)
 
     def refresh(self) -> None:
         """Derive the totals from the rounds: last answer, all reasoning, summed usage."""
@@ -151,8 +170,13 @@ class Turn:
         self.usage = {key: sum(r.usage.get(key, 0) for r in self.rounds) for key in keys}
 
     def keep(self) -> "Turn":
-        """Send this interrupted or failed turn as history after all, as far as it got."""
-        self.kept = True
+        """Send this failed turn as history after all, as far as it got."""
+        self.kept, self.dropped = True, False
+        return self
+
+    def drop(self) -> "Turn":
+        """Leave this turn out of its session's history (e.g. a stopped half-answer)."""
+        self.dropped, self.kept = True, False
         return self
 
     def messages(self) -> list[dict]:
@@ -185,15 +209,15 @@ class Turn:
         """One line: finish reason and token counts, as shown under an answer."""
         usage = self.usage
         parts = [
-            f"{usage['prompt_tokens']} prompt tokens ({usage['cached_tokens']} cached)",
-            f"{usage['completion_tokens']} completion tokens",
+            f"{_plural(usage['prompt_tokens'], 'prompt token')} ({usage['cached_tokens']} cached)",
+            _plural(usage["completion_tokens"], "completion token"),
         ]
         if self.tool_calls:
-            parts.append(f"{len(self.tool_calls)} tool call(s)")
+            parts.append(_plural(len(self.tool_calls), "tool call"))
         total = self.timings.get("total_seconds")
         if total is not None:
             parts.append(f"{total:.2f} s")
-        reason = "interrupted" if self.interrupted else (self.error and "error") or self.finish_reason
+        reason = STOPPED if self.interrupted else (self.error and "error") or self.finish_reason
         return f"{reason}, " + ", ".join(parts)
 
     def _ipython_display_(self) -> None:

@@ -74,7 +74,7 @@ def answer(reply: str) -> str:
         ("%mlx history poetry", "%mlx history: there is no session named 'poetry' (sessions: none yet)."),
         ("%mlx reset poetry", "%mlx reset: there is no session named 'poetry' (sessions: none yet)."),
         ("%mlx frobnicate", "%mlx: unknown subcommand 'frobnicate'; use one of status, unload, cache, "
-                            "render, trace, sessions, history, reset, config, help."),
+                            "render, trace, sessions, history, reset, config, tools, help."),
         ("%mlx config temperature", "%mlx config: 'temperature' is not KEY=VALUE; e.g. temperature=0.7."),
         ("%mlx config tempurature=1", "%mlx config: unknown key 'tempurature'; use one of confirm, "
                                       "frequency_penalty, logit_bias, max_rounds, max_tokens, min_p, "
@@ -121,12 +121,51 @@ def test_chat_help_lists_every_flag(bare_shell, capsys):
 def test_every_mlx_subcommand_has_help(bare_shell, capsys):
     _, out, _ = run(bare_shell, "%mlx help", capsys)
     for sub in ["status", "unload", "cache", "render", "trace", "sessions", "history", "reset",
-                "config", "help"]:
+                "config", "tools", "help"]:
         assert f"%mlx {sub}" in out
     _, out, _ = run(bare_shell, "%mlx help trace", capsys)
-    assert out.startswith("::\n\n  %mlx trace [--family FAMILY]")
+    assert out.startswith("%mlx trace [--family FAMILY]")
     _, out, _ = run(bare_shell, "%mlx status", capsys)
     assert out == "No model is loaded; run %load_model.\n"
+
+
+def test_help_is_one_overview_of_every_magic_without_markup(bare_shell, capsys):
+    from IPython.core.oinspect import Inspector
+
+    _, overview, _ = run(bare_shell, "%mlx help", capsys)
+    lines = overview.splitlines()
+    for magic in ["%load_model", "%%chat", "%%complete", "%mlx status", "%mlx tools"]:
+        (line,) = [line for line in lines if line.strip().startswith(magic + " ")]
+        assert len(line.split(None, 2 if magic.startswith("%mlx") else 1)[-1]) > 20  # a summary
+    assert "@mlx_notebook.tool" in overview and "def get_weather(city: str)" in overview
+    # %mlx? shows the same overview; no magic's help shows reST markup.
+    magics = magics_of(bare_shell)
+    assert magics.mlx.__doc__ == overview.rstrip("\n") or magics.mlx.__doc__.strip() == overview.strip()
+    for name in ["load_model", "chat", "complete", "mlx"]:
+        doc = getattr(magics, name).__doc__
+        assert "::" not in doc and "``" not in doc, name
+    for sub in magics.subcommands:
+        _, out, _ = run(bare_shell, f"%mlx help {sub}", capsys)
+        assert "::" not in out and "``" not in out, sub
+
+
+def test_mlx_tools_lists_and_removes_registered_tools(bare_shell, capsys):
+    from mlx_notebook.tools import registered_tools, unregister_tools
+
+    before = set(registered_tools())
+    try:
+        run(bare_shell, "import mlx_notebook\n@mlx_notebook.tool\ndef clock_time(city: str) -> str:\n"
+                        "    \"\"\"The time in a city.\"\"\"\n    return '12:00'\n", capsys)
+        _, out, _ = run(bare_shell, "%mlx tools", capsys)
+        assert "  clock_time(city): The time in a city." in out.splitlines()
+        fails_with(bare_shell, "%mlx tools --remove nope",
+                   f"%mlx tools: no tool named 'nope' is registered (registered: "
+                   f"{', '.join(sorted(before | {'clock_time'}))}).", capsys)
+        _, out, _ = run(bare_shell, "%mlx tools --remove clock_time", capsys)
+        assert out.startswith("Removed clock_time;")
+        assert "clock_time" not in registered_tools()
+    finally:
+        unregister_tools([name for name in registered_tools() if name not in before])
 
 
 def test_config_sets_defaults_that_cell_flags_override(bare_shell, capsys):
@@ -295,32 +334,78 @@ def _interrupt_when_generating(shell, delay: float) -> threading.Thread:
 
 
 @pytest.mark.model
-def test_interrupt_cancels_the_reply_and_keeps_the_session_consistent(smollm2_shell, capsys):
+def test_interrupt_cancels_the_reply_and_keeps_what_the_user_saw(smollm2_shell, capsys):
     run(smollm2_shell, f"%%chat --new --session story --max-tokens 12\n{PARIS}", capsys)
+    first = smollm2_shell.user_ns["_"]
     thread = _interrupt_when_generating(smollm2_shell, delay=1.0)
     result, out, err = run(smollm2_shell, "%%chat --session story --max-tokens 400\n"
                                           "Tell me a very long story about a robot.", capsys)
     thread.join()
-    message = ("%%chat: interrupted; the partial reply (in _) is not sent as history unless you "
-               "call _.keep().")
-    assert str(result.error_in_exec) == message and err == f"UsageError: {message}\n"
+    # IPython's convention for an interrupt (the cell fails, Run All stops), no UsageError.
+    assert type(result.error_in_exec) is KeyboardInterrupt
+    assert str(result.error_in_exec) == ("%%chat stopped; the partial reply is kept (in _ and in "
+                                         "the session's history; _.drop() removes it).")
+    assert "UsageError" not in out + err
     turn = smollm2_shell.user_ns["_"]
-    assert turn.interrupted and turn.text.endswith("[interrupted]")
-    assert turn.usage["completion_tokens"] < 400
+    assert turn.interrupted and turn.finish_reason == "stopped" and turn.text.endswith("[stopped]")
+    assert 0 < turn.usage["completion_tokens"] < 400 and turn.content.strip()
     assert magics_of(smollm2_shell).engine.active_requests == 0
-    _, out, _ = run(smollm2_shell, "%mlx history story", capsys)
-    assert "(not sent as history)" in out
-    # The next cell works, and the interrupted turn is not in its history.
+    # The next cell works and the whole conversation goes with it, the partial reply included.
     result, _, err = run(smollm2_shell, "%%chat --session story --max-tokens 2\nThanks.", capsys)
     assert result.success, err
-    assert [m["content"] for m in result.result.request["messages"] if m["role"] == "user"] == [
-        PARIS, "Thanks."]
-    # Kept on purpose, the partial reply goes back as history (as far as it got).
-    turn.keep()
+    assert result.result.request["messages"][:-1] == [*first.messages(), *turn.messages()]
+    assert {"role": "assistant", "content": turn.content} in result.result.request["messages"]
+    # Dropped on purpose, the partial reply (and its question) leave the history.
+    turn.drop()
     result, _, _ = run(smollm2_shell, "%%chat --session story --max-tokens 1\nGo on.", capsys)
     sent = result.result.request["messages"]
-    assert {"role": "user", "content": "Tell me a very long story about a robot."} in sent
-    assert {"role": "assistant", "content": turn.content} in sent
+    assert {"role": "user", "content": "Tell me a very long story about a robot."} not in sent
+    assert sent[:2] == first.messages()
+    _, out, _ = run(smollm2_shell, "%mlx history story", capsys)
+    assert "(not sent as history)" in out
+
+
+class _StopAfter:
+    """A terminal view whose user presses Stop after ``deltas`` pieces of the answer."""
+
+    def __init__(self, view, deltas: int):
+        self.view, self.deltas, self.stops = view, deltas, []
+
+    def __getattr__(self, name):
+        return getattr(self.view, name)
+
+    def on_stop(self, callback):
+        self.stops.append(callback)
+
+    def handle(self, event):
+        from mlx_notebook.engine import ContentDelta
+
+        self.view.handle(event)
+        if isinstance(event, ContentDelta):
+            self.deltas -= 1
+            if self.deltas == 0:
+                for callback in self.stops:
+                    # From another thread, as a comm message on a kernel subshell arrives.
+                    threading.Thread(target=callback).start()
+
+
+@pytest.mark.model
+def test_stop_ends_the_cell_normally_and_keeps_the_partial_reply(smollm2_shell, capsys, monkeypatch):
+    magics = magics_of(smollm2_shell)
+    run(smollm2_shell, f"%%chat --new --session stopped --max-tokens 12\n{PARIS}", capsys)
+    first = smollm2_shell.user_ns["_"]
+    make_view = type(magics)._view
+    monkeypatch.setattr(type(magics), "_view", lambda self, turn: _StopAfter(make_view(self, turn), 3))
+    result, out, err = run(smollm2_shell, "%%chat --session stopped --max-tokens 300\n"
+                                          "Tell me a very long story about a robot.", capsys)
+    monkeypatch.undo()
+    assert result.success and result.error_in_exec is None, err  # the user's choice, not a failure
+    turn = result.result
+    assert turn.interrupted and turn.finish_reason == "stopped" and turn.error is None
+    assert 3 <= turn.usage["completion_tokens"] < 300 and turn.content.strip()
+    assert "error" not in (out + err).lower() and "[stopped]" in out
+    result, _, _ = run(smollm2_shell, "%%chat --session stopped --max-tokens 2\nGo on.", capsys)
+    assert result.result.request["messages"][:-1] == [*first.messages(), *turn.messages()]
 
 
 # --------------------------------------------------------------------------- tiny reasoner
@@ -586,18 +671,19 @@ def test_kernel_interrupt_cancels_the_reply_and_the_next_cell_works(smollm2_path
             assert execute(code)[0]["status"] == "ok"
         reply, outputs = execute("%%chat --max-tokens 300\nTell me a very long story about a robot.",
                                  interrupt_after_deltas=3)
-        assert (reply["status"], reply.get("ename")) == ("error", "UsageError"), (reply, outputs)
-        assert reply["evalue"] == ("%%chat: interrupted; the partial reply (in _) is not sent as "
-                                   "history unless you call _.keep().")
+        assert (reply["status"], reply.get("ename")) == ("error", "KeyboardInterrupt"), (reply, outputs)
+        assert reply["evalue"] == ("%%chat stopped; the partial reply is kept (in _ and in the "
+                                   "session's history; _.drop() removes it).")
         # The live view ended as a static turn marked as interrupted.
         (final,) = [o for o in outputs if "application/vnd.mlx-notebook.turn+json" in o.get("data", {})]
         assert final["data"]["application/vnd.mlx-notebook.turn+json"]["interrupted"] is True
         reply, outputs = execute("print(_.interrupted, _.finish_reason, _.usage['completion_tokens'] < 300)")
-        assert outputs[-1]["text"] == "True cancelled True\n"
+        assert outputs[-1]["text"] == "True stopped True\n"
         reply, outputs = execute("%%chat --max-tokens 3\nHi")
         assert reply["status"] == "ok"
         reply, outputs = execute("print([m['role'] for m in _.request['messages']])")
-        assert outputs[-1]["text"] == "['user']\n"  # the interrupted turn was not sent
+        # What the user saw of the stopped turn goes with the next one.
+        assert outputs[-1]["text"] == "['user', 'assistant', 'user']\n"
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)

@@ -1,4 +1,4 @@
-"""Sessions send complete turns as history and keep interrupted ones out unless kept."""
+"""Sessions send complete and stopped turns as history (until dropped), failed ones only when kept."""
 
 from __future__ import annotations
 
@@ -31,15 +31,27 @@ def test_history_sends_complete_turns_with_system_prompt_and_reasoning():
     assert session.messages_for("Again", system="")[0] == {"role": "user", "content": "Hi"}
 
 
-def test_interrupted_turn_is_not_history_until_kept():
+def test_stopped_turn_is_history_as_far_as_it_got_until_dropped():
     session = Session("s")
     cut = _turn("Tell a story", "Once upon", interrupted=True)
     cut.refresh()
     session.add(cut)
+    assert session.history() == [{"role": "user", "content": "Tell a story"},
+                                 {"role": "assistant", "content": "Once upon"}]
+    assert cut.text == "Once upon [stopped]"
+    cut.drop()
     assert session.history() == []
-    assert cut.text == "Once upon [interrupted]"
-    cut.keep()
-    assert session.history()[-1] == {"role": "assistant", "content": "Once upon"}
+
+
+def test_failed_turn_is_not_history_until_kept():
+    session = Session("s")
+    failed = _turn("Tell a story", "Once", interrupted=False)
+    failed.error = "the engine thread stopped"
+    failed.refresh()
+    session.add(failed)
+    assert session.history() == []
+    failed.keep()
+    assert session.history()[-1] == {"role": "assistant", "content": "Once"}
 
 
 def test_tool_rounds_become_assistant_and_tool_messages():

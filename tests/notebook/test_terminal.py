@@ -53,4 +53,4 @@ def test_tool_calls_and_results_get_a_line_each():
 def test_completions_keep_their_edges_and_interrupts_are_marked():
     shown = _shown([events.ContentDelta(" Paris"), events.ContentDelta(".\n")], trim_edges=False,
                    interrupted=True)
-    assert shown == " Paris.\n [interrupted]\n[interrupted, 0 prompt tokens (0 cached), 0 completion tokens]\n"
+    assert shown == " Paris.\n [stopped]\n[stopped, 0 prompt tokens (0 cached), 0 completion tokens]\n"
