@@ -43,7 +43,7 @@ class TerminalView:
     def offer_tools(self, names: list[str], unsupported: bool) -> None:
         if names and unsupported:
             self._start("line", f"[tools not shown to the model: its chat template cannot "
-                                f"render tools ({', '.join(names)})]")
+                                f"show tools ({', '.join(names)})]")
 
     def handle(self, event: events.EngineEvent) -> None:
         if isinstance(event, events.ReasoningDelta):

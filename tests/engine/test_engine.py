@@ -207,3 +207,24 @@ def test_a_seed_makes_sampling_repeatable(tiny_engine, script_body):
     assert a == b
     c = tiny_engine.chat_completions({**body, "seed": 8})["choices"][0]["message"]
     assert c != a
+
+
+TIME_TOOL = {"type": "function", "function": {
+    "name": "get_time", "description": "The current time in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+
+
+def test_a_template_that_cannot_show_tools_is_reported(smollm2_engine, tiny_engine, script_body):
+    # SmolLM2's template has no tools block: the prompt is the same with and without them.
+    body = {"messages": [{"role": "user", "content": "What time is it in Paris?"}], "tools": [TIME_TOOL]}
+    inspection = smollm2_engine.inspect(body)
+    assert inspection.tools_rendered is False
+    assert "cannot show tools" in str(inspection) and "cannot show tools" in inspection._repr_html_()
+    handle = smollm2_engine.submit({**body, "max_tokens": 1})
+    assert handle.prompt.tools_rendered is False
+    list(handle.events())
+    # The tiny reasoner's template renders them; a request without tools says nothing.
+    tools_body = script_body("single_tool_call")
+    assert tiny_engine.inspect(tools_body).tools_rendered is True
+    assert tiny_engine.inspect({"messages": body["messages"]}).tools_rendered is None
+    assert "cannot show tools" not in str(tiny_engine.inspect(tools_body))

@@ -709,3 +709,20 @@ def test_load_model_with_a_draft_model_names_it_and_chats(tiny_reasoner_path, ca
         assert usage["accepted_draft_tokens"] == usage["completion_tokens"] * 3 // 4
     finally:
         shell.run_line_magic("unload_ext", "mlx_notebook")
+
+
+@pytest.mark.model
+def test_tools_a_template_cannot_show_are_flagged_on_the_turn_and_warned_once(smollm2_shell, capsys):
+    run(smollm2_shell, "def get_time(city: str) -> str:\n    \"\"\"The time in a city.\"\"\"\n"
+                       "    return '12:00'\n", capsys)
+    result, out, _ = run(smollm2_shell, "%%chat --new --session clock --tools get_time --max-tokens 3\n"
+                                        "What time is it in Paris?", capsys)
+    turn = result.result
+    assert turn.tools_offered == ["get_time"] and turn.tools_unsupported
+    assert out.count("chat template cannot show tools") == 2  # the stream's line and the warning
+    assert "never saw get_time" in out
+    result, out, _ = run(smollm2_shell, "%%chat --session clock --tools get_time --max-tokens 3\nAnd Rome?", capsys)
+    assert result.result.tools_unsupported
+    assert "never saw get_time" not in out  # warned once per session
+    result, _, _ = run(smollm2_shell, "%%chat --session clock --tools none --max-tokens 1\nThanks.", capsys)
+    assert result.result.tools_offered == [] and not result.result.tools_unsupported
