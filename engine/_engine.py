@@ -256,6 +256,7 @@ class Engine:
             token_strings=tuple(decode([t]) for t in prompt.tokens),
             segments=prompt.segments,
             cache=lookup,
+            tools_rendered=prompt.tools_rendered,
         )
 
     def _crash_engine_thread(self, message: str = "engine thread crashed on purpose") -> None:
