@@ -55,6 +55,13 @@ def _models(args: argparse.Namespace) -> None:
 
 def _demo(args: argparse.Namespace) -> None:
     from . import Engine
+    from .blas import reexec_with_fast_blas
+
+    # The fast BLAS the notebook kernel gets (engine/blas.py decides): the loader reads
+    # LD_PRELOAD only at start, so the command starts again with it, same pid and arguments.
+    note = reexec_with_fast_blas()
+    if note:
+        print(note, file=sys.stderr)
 
     with Engine(args.spec, dtype=args.dtype, progress=not args.quiet) as engine:
         reply = engine.chat_completions(
