@@ -141,3 +141,19 @@ def test_pypi_openblas_renamed_for_mlx_gives_correct_fast_matmuls(tmp_path, monk
     error, loaded = done.stdout.split()
     assert loaded == "True"
     assert float(error) < 1e-3
+
+
+@pytest.mark.model
+@pytest.mark.slow
+@linux_cpu
+def test_the_demo_command_restarts_itself_with_the_chosen_blas(tiny_reasoner_path, tmp_path):
+    # A library that does not exist: the loader names it on stderr, which proves the demo
+    # restarted with it preloaded, and then goes on with mlx's own BLAS.
+    missing = tmp_path / "libblas-not-there.so"
+    env = {**_without_preload(), "MLX_NOTEBOOK_BLAS": str(missing)}
+    script = Path(sys.executable).with_name("mlx-notebook")
+    done = subprocess.run([str(script), "-q", "demo", str(tiny_reasoner_path), "--max-tokens", "4"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert str(missing) in done.stderr and "cannot be preloaded" in done.stderr
+    assert "prompt tokens" in done.stdout
