@@ -134,7 +134,11 @@ def _train(model: nn.Module, batches: list[_Batch], hp: Hyperparameters, progres
     )
     optimizer = optim.Adam(learning_rate=schedule)
     loss_and_grad = nn.value_and_grad(model, _loss)
-    bar = tqdm(total=hp.max_steps, desc="training tiny-reasoner", unit="step", file=sys.stderr, disable=not progress)
+    # No total: training stops at the first check where every script is memorized, which no
+    # one knows in advance (40 steps here); a total of max_steps showed "0/400, 02:56 left"
+    # and then ended at 40/40.
+    bar = tqdm(total=None, desc="training tiny-reasoner until it replays every script", file=sys.stderr,
+               bar_format="{desc}: {n_fmt} steps, {elapsed}{postfix}", disable=not progress)
     with bar:
         for step in range(1, hp.max_steps + 1):
             loss, grads = loss_and_grad(model, batches)
@@ -146,8 +150,6 @@ def _train(model: nn.Module, batches: list[_Batch], hp: Hyperparameters, progres
             margins = _worst_margins(model, batches)
             bar.set_postfix(loss=f"{loss.item():.4f}", margin=f"{min(margins.values()):.2f}")
             if min(margins.values()) >= hp.min_margin:
-                bar.total = step  # the bar ends full: training is done, not cut short
-                bar.refresh()
                 return step
     failing = ", ".join(name for name, margin in margins.items() if margin < hp.min_margin)
     raise ModelStoreError(
@@ -156,7 +158,7 @@ def _train(model: nn.Module, batches: list[_Batch], hp: Hyperparameters, progres
     )
 
 
-def _config(hp: Hyperparameters, tokenizer: TokenizerWrapper) -> dict:
+def _config(hp: Hyperparameters, tokenizer: TokenizerWrapper, steps: int) -> dict:
     args = dataclasses.asdict(_model_args(hp))
     args.pop("rope_parameters", None)
     args.pop("rope_scaling", None)
@@ -169,6 +171,7 @@ def _config(hp: Hyperparameters, tokenizer: TokenizerWrapper) -> dict:
         "pad_token_id": tokenizer.pad_token_id,
         "torch_dtype": "float32",
         "tiny_reasoner_recipe": RECIPE_HASH,
+        "tiny_reasoner_training_steps": steps,
     }
 
 
@@ -190,8 +193,8 @@ def build_tiny_reasoner(dest: pathlib.Path, *, progress: bool = True) -> None:
 
     mx.random.seed(hp.seed)
     model = qwen3.Model(_model_args(hp))
-    _train(model, batches, hp, progress)
+    steps = _train(model, batches, hp, progress)
 
-    (dest / "config.json").write_text(json.dumps(_config(hp, tokenizer), indent=2) + "\n", encoding="utf-8")
+    (dest / "config.json").write_text(json.dumps(_config(hp, tokenizer, steps), indent=2) + "\n", encoding="utf-8")
     weights = dict(tree_flatten(model.parameters()))
     mx.save_safetensors(str(dest / "model.safetensors"), weights, metadata={"format": "mlx"})

@@ -137,3 +137,19 @@ def test_template_groups_consecutive_tool_results_into_one_user_turn():
         '<|im_start|>user\n<tool_response>\n{"city": "Paris", "temperature_c": 18, "condition": "sunny"}\n'
         "</tool_response>\n<tool_response>\nsecond\n</tool_response><|im_end|>\n"
     )
+
+
+@pytest.mark.model
+def test_the_training_bar_counts_the_steps_taken_and_promises_no_total(tmp_path, capfd):
+    import re
+
+    from mlx_notebook.engine.tiny_reasoner import build_tiny_reasoner
+
+    build_tiny_reasoner(tmp_path, progress=True)
+    renders = [r.strip() for r in re.split(r"[\r\n]", capfd.readouterr().err) if r.strip()]
+    steps = json.loads((tmp_path / "config.json").read_text())["tiny_reasoner_training_steps"]
+    # The old bar promised "0/400" with minutes left, then ended at "40/40".
+    assert not [r for r in renders if re.search(r"\d+/\d+", r)]
+    final = re.fullmatch(r"training tiny-reasoner until it replays every script: (\d+) steps, \d\d:\d\d, "
+                         r"loss=[\d.]+, margin=[\d.]+", renders[-1])
+    assert final and int(final[1]) == steps
