@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable
 
 import mlx.core as mx
 
+from .display import format_bytes, plural, tools_unsupported_warning
 from .sessions import Session
 from .turn import Turn
 
@@ -50,13 +51,24 @@ def _get(record: Any, key: str, default: Any = None) -> Any:
 
 
 def _size(count: int | None) -> str:
-    if count is None:
-        return "unknown"
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(count) < 1000 or unit == "GB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1000
-    return f"{count:.1f} GB"
+    # The footer's formatter: one set of units (decimal, kB/MB/GB) for the same bytes everywhere.
+    return format_bytes(count) or "unknown"
+
+
+def _pre(text: str) -> str:
+    """``text`` as HTML that reads like the plain text in JupyterLab.
+
+    Inline styles, because JupyterLab's own rules for output ``<pre>`` add a 1.5em/2em
+    margin (a blank line and an indent) to HTML output and break plain text mid-word
+    (``word-break: break-all``); these wrap long lines at spaces instead.
+    """
+    return ('<pre style="margin:0;padding:0;white-space:pre-wrap;word-break:normal;'
+            f'overflow-wrap:anywhere">{html.escape(text)}</pre>')
+
+
+def _with_reason(text: str, reason: str | None) -> str:
+    # Miss reasons are whole sentences ("The prompt diverged ..."): they follow as one.
+    return f"{text}. {reason}" if reason else f"{text}."
 
 
 def _count(number: int | None) -> str:
@@ -116,10 +128,9 @@ def cache(info: Any) -> Report:
         cached, total = _get(lookup, "cached_tokens"), _get(lookup, "prompt_tokens")
         reason = _get(lookup, "miss_reason")
         verdict = "hit" if cached else "miss"
-        line = f"  {_get(lookup, 'request_id', '')} {verdict}: {cached} of {total} prompt tokens cached"
-        if reason:
-            line += f" ({reason})"
-        lines.append(line)
+        lines.append(_with_reason(
+            f"  {_get(lookup, 'request_id', '')} {verdict}: {cached} of "
+            f"{plural(total, 'prompt token') if isinstance(total, int) else total} cached", reason))
     return text("\n".join(lines))
 
 
@@ -149,12 +160,27 @@ def rendered_prompt(inspection: Any, special_ids: set[int], decode: Callable[[li
         marked.append(f'<mark title="id {token_id}">{html.escape(piece)}</mark>')
     flush()
     lookup = inspection.cache
-    footer = (f"{len(inspection.token_ids)} tokens, {lookup.cached_tokens} would come from the "
-              "prompt cache" + (f" ({lookup.miss_reason.rstrip('.')})" if lookup.miss_reason else ""))
+    footer = _with_reason(f"{plural(len(inspection.token_ids), 'token')}, {lookup.cached_tokens} "
+                          "would come from the prompt cache", lookup.miss_reason)
+    warning = _tools_not_shown(inspection)
     return Report(
-        "".join(plain) + f"\n[{footer}]",
-        f'<pre style="white-space:pre-wrap">{"".join(marked)}</pre><p>{html.escape(footer)}</p>',
+        "".join(plain) + f"\n[{footer}]" + (f"\n[warning] {warning}" if warning else ""),
+        # Margin and padding 0: JupyterLab indents a top-level <pre> in HTML output by 2em
+        # and puts a blank line above it, which read as part of the prompt.
+        '<pre style="margin:0;padding:0;white-space:pre-wrap">'
+        f'{"".join(marked)}</pre><p style="margin:4px 0 0">{html.escape(footer)}</p>'
+        + (f'<p style="margin:4px 0 0;color:#7a5b00">⚠ {html.escape(warning)}</p>' if warning else ""),
     )
+
+
+def _tools_not_shown(inspection: Any) -> str | None:
+    """The card's warning, for a prompt whose chat template left the request's tools out."""
+    if getattr(inspection, "tools_rendered", None) is not False:
+        return None
+    tools = getattr(getattr(inspection, "request", None), "tools", None) or ()
+    names = [str((tool.get("function") or {}).get("name")) for tool in tools if isinstance(tool, dict)]
+    return tools_unsupported_warning({"tools_offered": names or ["the tools offered"],
+                                      "tools_unsupported": True})
 
 
 def special_token_ids(tokenizer: Any) -> set[int]:
@@ -166,7 +192,7 @@ def special_token_ids(tokenizer: Any) -> set[int]:
 
 def sessions(all_sessions: Iterable[Session]) -> Report:
     rows = [
-        f"{s.name}: {len(s.turns)} turn(s), {s.sent_turns} sent as history"
+        f"{s.name}: {plural(len(s.turns), 'turn')}, {s.sent_turns} sent as history"
         + (f", system: {s.system!r}" if s.system else "")
         for s in all_sessions
     ]
@@ -183,7 +209,8 @@ def history(session: Session) -> Report:
             lines.append(f"   tool: {call['name']}({json.dumps(call['arguments'])}) -> "
                          f"{call['error'] or _short(repr(call['result']))}")
         lines.append(f"   assistant: {_short(turn.text)}{mark}")
-    return text("\n".join(lines))
+    plain = "\n".join(lines)
+    return Report(plain, _pre(plain))
 
 
 def config(defaults: dict[str, str]) -> Report:
@@ -194,7 +221,7 @@ def config(defaults: dict[str, str]) -> Report:
 
 def request(body: dict) -> Report:
     dumped = json.dumps(body, indent=2, ensure_ascii=False)
-    return Report(dumped, f"<pre>{html.escape(dumped)}</pre>")
+    return Report(dumped, _pre(dumped))
 
 
 def chunk_table(chunks: list[dict]) -> Report:

@@ -1,29 +1,23 @@
-"""The numbers under a turn: tokens, prompt-cache hits, speed, memory and why it stopped.
+"""The numbers under a turn: tokens, prompt-cache hits, speed, memory, dtype and why it stopped.
 
-The live widget formats the same items in ``widgets/chat_view.js`` (``footerItems``); keep
-the two in step so the static output looks like the live one.
+The live widget formats the same items in ``widgets/chat_view.js`` (``footerItems``); a test
+runs both on the same records, so the static output reads like the live one.
 """
 
 from __future__ import annotations
 
+from ._numbers import fixed, format_bytes, format_seconds, plural
+
 __all__ = ["footer_items", "format_bytes", "status_label"]
 
 
-def format_bytes(count: int | float | None) -> str | None:
-    """``1_572_864`` -> ``'1.5 MB'`` (binary units, as mlx reports peak memory)."""
-    if count is None:
-        return None
-    value = float(count)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return None  # unreachable: the loop returns at GB
-
-
 def status_label(record: dict) -> str:
-    """``stopped``, ``error`` or the finish reason (``stop``, ``length``, ``tool_calls``)."""
-    if record.get("interrupted"):
+    """``stopped``, ``error`` or the finish reason (``stop``, ``length``, ``tool_calls``).
+
+    A turn the user stopped says ``stopped`` whichever way it was stopped (Stop, a kernel
+    interrupt, or an old record whose engine reason was ``cancelled``).
+    """
+    if record.get("interrupted") or record.get("finish_reason") in ("stopped", "cancelled"):
         return "stopped"
     if record.get("error"):
         return "error"
@@ -34,10 +28,10 @@ def footer_items(record: dict, *, timings: bool = True) -> list[tuple[str, str]]
     """(label, value) pairs; ``timings=False`` leaves out the run-to-run varying numbers."""
     usage, times = record["usage"], record["timings"]
     prompt, cached = usage["prompt_tokens"], usage["cached_tokens"]
-    items = [("prompt", f"{prompt} tokens")]
+    items = [("prompt", plural(prompt, "token"))]
     if prompt:
-        items.append(("cached", f"{cached} ({100 * cached / prompt:.0f}%)"))
-    items.append(("completion", f"{usage['completion_tokens']} tokens"))
+        items.append(("cached", f"{cached} ({fixed(100 * cached / prompt, 0)}%)"))
+    items.append(("completion", plural(usage["completion_tokens"], "token")))
     if usage.get("accepted_draft_tokens") is not None:
         items.append(("drafted", f"{usage['accepted_draft_tokens']} accepted"))
     if timings:
@@ -47,14 +41,16 @@ def footer_items(record: dict, *, timings: bool = True) -> list[tuple[str, str]]
         memory = format_bytes(times.get("peak_memory"))
         total = times.get("total_seconds")
         if ttft is not None:
-            items.append(("TTFT", f"{ttft:.2f} s"))
+            items.append(("TTFT", format_seconds(ttft)))
         if prefill is not None:
-            items.append(("prefill", f"{prefill:.0f} tok/s"))
+            items.append(("prefill", f"{fixed(prefill, 0)} tok/s"))
         if decode is not None:
-            items.append(("decode", f"{decode:.1f} tok/s"))
+            items.append(("decode", f"{fixed(decode, 1)} tok/s"))
         if memory is not None:
             items.append(("peak memory", memory))
         if total is not None:
-            items.append(("total", f"{total:.2f} s"))
+            items.append(("total", format_seconds(total)))
+    if record.get("model_dtype"):
+        items.append(("dtype", str(record["model_dtype"])))
     items.append(("finish", status_label(record)))
     return items

@@ -12,7 +12,11 @@ __all__ = ["turn_mimebundle"]
 
 
 def turn_mimebundle(
-    turn: Any, *, reasoning_tokens: int | None = None, reasoning_seconds: float | None = None
+    turn: Any,
+    *,
+    reasoning_tokens: int | None = None,
+    reasoning_seconds: float | None = None,
+    round_reasoning_stats: list[dict | None] | None = None,
 ) -> tuple[dict, dict]:
     """``(data, metadata)`` for ``display(data, metadata=metadata, raw=True)``.
 
@@ -20,7 +24,8 @@ def turn_mimebundle(
     deterministic plain text; ``metadata["mlx_notebook"]`` records model, options, seed,
     usage and timings so a saved notebook says how each answer was made.
     """
-    record = turn_record(turn, reasoning_tokens=reasoning_tokens, reasoning_seconds=reasoning_seconds)
+    record = turn_record(turn, reasoning_tokens=reasoning_tokens, reasoning_seconds=reasoning_seconds,
+                         round_reasoning_stats=round_reasoning_stats)
     data = {
         TURN_MIME_TYPE: record,
         "text/html": turn_html(record),

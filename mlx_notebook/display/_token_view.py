@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import math
 
+from ._numbers import plural
 from ._turn_html import turn_css
 
 __all__ = ["token_view_html", "probability_colour"]
@@ -55,6 +56,6 @@ def token_view_html(logprobs: list[dict] | None) -> str:
     mean = sum(math.exp(item["logprob"]) for item in logprobs) / len(logprobs)
     return (
         f'<div class="mlxnb-tokens"><style>{turn_css()}</style>{spans}'
-        f'<div class="mlxnb-footer">{len(logprobs)} tokens · mean probability '
+        f'<div class="mlxnb-footer">{plural(len(logprobs), "token")} · mean probability '
         f"<b>{mean:.1%}</b> · hover a token for the alternatives</div></div>"
     )

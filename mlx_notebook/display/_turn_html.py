@@ -15,6 +15,8 @@ from typing import Any
 
 from ._footer import footer_items, status_label
 from ._markdown import markdown_html
+from ._numbers import format_seconds, plural
+from ._turn_parts import tools_offered_line, tools_unsupported_warning, turn_parts
 
 __all__ = ["turn_html", "turn_css", "reasoning_summary", "reasoning_text", "pretty_json"]
 
@@ -41,14 +43,13 @@ def reasoning_text(record: dict) -> str:
     return "\n\n".join(rounds) if rounds else record["reasoning"].strip()
 
 
-def reasoning_summary(record: dict) -> str:
-    """``Reasoning · 41 tokens · 1.3 s``, with whatever the live view measured."""
-    stats = record.get("reasoning_stats") or {}
+def reasoning_summary(tokens: int | None = None, seconds: float | None = None) -> str:
+    """``Reasoning · 41 tokens · 1.32 s``, with whatever the live view measured."""
     parts = ["Reasoning"]
-    if stats.get("tokens") is not None:
-        parts.append(f"{stats['tokens']} tokens")
-    if stats.get("seconds") is not None:
-        parts.append(f"{stats['seconds']:.1f} s")
+    if tokens is not None:
+        parts.append(plural(tokens, "token"))
+    if seconds:  # one delta has no duration; "0 s" would read as a measurement
+        parts.append(format_seconds(seconds))
     return " · ".join(parts)
 
 
@@ -86,23 +87,45 @@ def _header(record: dict) -> str:
     )
 
 
+def _reasoning_panel(part: dict) -> str:
+    return (
+        '<details class="mlxnb-reasoning" style="color:#57606a">'
+        f"<summary>{html.escape(reasoning_summary(part['tokens'], part['seconds']))}</summary>"
+        '<div class="mlxnb-reasoning-body" style="white-space:pre-wrap">'
+        f"{html.escape(part['text'])}</div></details>"
+    )
+
+
+def _notices(record: dict) -> list[str]:
+    out = []
+    if line := tools_offered_line(record):
+        out.append(f'<div class="mlxnb-tools-offered" style="{_MUTED}">{html.escape(line)}</div>')
+    if warning := tools_unsupported_warning(record):
+        out.append(f'<div class="mlxnb-warning" style="color:#7a5b00">⚠ {html.escape(warning)}</div>')
+    return out
+
+
+def _part_html(part: dict) -> str:
+    kind = part["kind"]
+    if kind == "reasoning":
+        return _reasoning_panel(part)
+    if kind == "tool":
+        return _tool_card(part["call"])
+    if kind == "interim":
+        return f'<div class="mlxnb-interim">{markdown_html(part["text"])}</div>'
+    return f'<div class="mlxnb-content">{markdown_html(part["text"])}</div>'
+
+
 def turn_html(record: dict) -> str:
-    """The whole turn as one ``<div>``: header, reasoning, tool calls, answer, error, footer."""
+    """The whole turn as one ``<div>``: header, notices, its rounds in order, error, footer."""
     parts = [
         f'<div class="mlxnb-turn mlxnb-static" data-mlxnb-version="{record["version"]}"'
         f' style="{_BOX}">',
         f"<style>{turn_css()}</style>",
         _header(record),
+        *_notices(record),
+        *(_part_html(part) for part in turn_parts(record)),
     ]
-    if record["reasoning"]:
-        parts.append(
-            '<details class="mlxnb-reasoning" style="color:#57606a">'
-            f"<summary>{html.escape(reasoning_summary(record))}</summary>"
-            '<div class="mlxnb-reasoning-body" style="white-space:pre-wrap">'
-            f"{html.escape(reasoning_text(record))}</div></details>"
-        )
-    parts.extend(_tool_card(call) for call in record["tool_calls"])
-    parts.append(f'<div class="mlxnb-content">{markdown_html(record["content"])}</div>')
     if record["error"]:
         parts.append(f'<div class="mlxnb-error" style="color:#a40e26">'
                      f'{html.escape(record["error"])}</div>')

@@ -12,7 +12,9 @@ import json
 import math
 from typing import Any
 
-__all__ = ["TURN_MIME_TYPE", "TURN_SCHEMA_VERSION", "turn_record", "json_safe"]
+__all__ = [
+    "TURN_MIME_TYPE", "TURN_SCHEMA_VERSION", "turn_record", "json_safe", "finish_reason_name",
+]
 
 TURN_MIME_TYPE = "application/vnd.mlx-notebook.turn+json"
 TURN_SCHEMA_VERSION = 1
@@ -61,24 +63,43 @@ def _tool_call(call: dict) -> dict:
     }
 
 
-def _round(round_: Any) -> dict:
-    return {
+def finish_reason_name(reason: str | None) -> str | None:
+    """The engine's ``cancelled`` is the user's Stop: every front end says ``stopped``."""
+    return "stopped" if reason == "cancelled" else reason
+
+
+def _round(round_: Any, reasoning_stats: dict | None) -> dict:
+    out = {
         "content": round_.content,
         "reasoning": round_.reasoning,
         "tool_call_ids": [str(call.get("id", "")) for call in round_.tool_calls],
         "usage": _usage(round_.usage),
-        "finish_reason": round_.finish_reason,
+        "finish_reason": finish_reason_name(round_.finish_reason),
     }
+    if reasoning_stats is not None:
+        out["reasoning_stats"] = {"tokens": reasoning_stats.get("tokens"),
+                                  "seconds": json_safe(reasoning_stats.get("seconds"))}
+    return out
+
+
+def _tools_offered(turn: Any) -> list[str]:
+    return [str(name) for name in getattr(turn, "tools_offered", None) or [] if name]
 
 
 def turn_record(
-    turn: Any, *, reasoning_tokens: int | None = None, reasoning_seconds: float | None = None
+    turn: Any,
+    *,
+    reasoning_tokens: int | None = None,
+    reasoning_seconds: float | None = None,
+    round_reasoning_stats: list[dict | None] | None = None,
 ) -> dict:
     """The JSON record of ``turn`` (an ``mlx_notebook.Turn``).
 
     ``reasoning_tokens``/``reasoning_seconds`` are what the live view measured while the
-    model reasoned; a turn rebuilt later has neither and the record says so with None.
+    model reasoned, ``round_reasoning_stats`` the same per round (``{"tokens", "seconds"}``
+    or None); a turn rebuilt later has neither and the record says so with None.
     """
+    per_round = list(round_reasoning_stats or [])
     usage = turn.usage or {}
     timings = turn.timings or {}
     logprobs = None
@@ -105,9 +126,15 @@ def turn_record(
         "tool_calls": [_tool_call(call) for call in turn.tool_calls or []],
         "usage": _usage(usage),
         "timings": {key: json_safe(timings.get(key)) for key in _TIMING_KEYS},
-        "finish_reason": turn.finish_reason,
+        "finish_reason": finish_reason_name(turn.finish_reason),
         "interrupted": bool(turn.interrupted),
         "error": turn.error,
-        "rounds": [_round(round_) for round_ in turn.rounds or []],
+        "rounds": [
+            _round(round_, per_round[i] if i < len(per_round) else None)
+            for i, round_ in enumerate(turn.rounds or [])
+        ],
         "logprobs": logprobs,
+        "tools_offered": _tools_offered(turn),
+        "tools_unsupported": bool(getattr(turn, "tools_unsupported", False)),
+        "model_dtype": (str(dtype) if (dtype := getattr(turn, "model_dtype", None)) else None),
     }

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 
 from ._footer import footer_items, status_label
-from ._turn_html import pretty_json, reasoning_text
+from ._numbers import plural
+from ._turn_html import pretty_json
+from ._turn_parts import tools_offered_line, tools_unsupported_warning, turn_parts
 
 __all__ = ["turn_markdown", "turn_plain_text"]
 
@@ -21,22 +23,27 @@ def _fence(text: str, language: str = "") -> str:
     return f"{ticks}{language}\n{text}\n{ticks}"
 
 
-def turn_markdown(record: dict) -> str:
-    """The turn as Markdown: reasoning folded in ``<details>``, tool calls as code blocks."""
-    parts = []
-    if record["reasoning"]:
-        parts.append(f"<details><summary>Reasoning</summary>\n\n"
-                     f"{_fence(reasoning_text(record))}\n\n</details>")
-    for call in record["tool_calls"]:
+def _markdown_part(part: dict) -> str | None:
+    if part["kind"] == "reasoning":
+        return f"<details><summary>Reasoning</summary>\n\n{_fence(part['text'])}\n\n</details>"
+    if part["kind"] == "tool":
+        call = part["call"]
         block = [f"**Tool call** `{call['name']}`", _fence(pretty_json(call["arguments"]), "json")]
         if call["error"] is not None:
             block.append(f"**Error:** {call['error']}")
         elif call["result"] is not None:
             block.append("**Result**")
             block.append(_fence(pretty_json(call["result"]), "json"))
-        parts.append("\n\n".join(block))
-    if record["content"]:
-        parts.append(record["content"])
+        return "\n\n".join(block)
+    return part["text"] or None
+
+
+def turn_markdown(record: dict) -> str:
+    """The turn as Markdown: rounds in order, reasoning folded in ``<details>``, tool calls as code."""
+    parts = [f"*{line}*" for line in [tools_offered_line(record)] if line]
+    if warning := tools_unsupported_warning(record):
+        parts.append(f"**Warning:** {warning}")
+    parts.extend(text for part in turn_parts(record) if (text := _markdown_part(part)))
     if record["error"]:
         parts.append(f"**Error:** {record['error']}")
     stats = " · ".join(f"{label} {value}" for label, value in footer_items(record, timings=False))
@@ -44,22 +51,32 @@ def turn_markdown(record: dict) -> str:
     return "\n\n".join(parts)
 
 
-def turn_plain_text(record: dict) -> str:
-    """The turn for terminals and nbval: same text for the same answer, no timings."""
-    lines = []
-    if record["reasoning"]:
-        lines.append(f"[reasoning] {reasoning_text(record)}")
-    for call in record["tool_calls"]:
+def _plain_part(part: dict, record: dict) -> str | None:
+    if part["kind"] == "reasoning":
+        return f"[reasoning] {part['text']}"
+    if part["kind"] == "tool":
+        call = part["call"]
         outcome = (f"error: {call['error']}" if call["error"] is not None
                    else json.dumps(call["result"], ensure_ascii=False))
-        lines.append(f"[tool] {call['name']}({json.dumps(call['arguments'], ensure_ascii=False)})"
-                     f" -> {outcome}")
-    lines.append(record["content"] + (" [interrupted]" if record["interrupted"] else ""))
+        return (f"[tool] {call['name']}({json.dumps(call['arguments'], ensure_ascii=False)})"
+                f" -> {outcome}")
+    if part["kind"] == "interim":
+        return part["text"].strip()
+    stopped = status_label(record) == "stopped"
+    return part["text"] + (" [stopped]" if stopped else "")
+
+
+def turn_plain_text(record: dict) -> str:
+    """The turn for terminals and nbval: same text for the same answer, no timings."""
+    lines = [f"[{line}]" for line in [tools_offered_line(record)] if line]
+    if warning := tools_unsupported_warning(record):
+        lines.append(f"[warning] {warning}")
+    lines.extend(text for part in turn_parts(record) if (text := _plain_part(part, record)) is not None)
     if record["error"]:
         lines.append(f"[error] {record['error']}")
     usage = record["usage"]
     lines.append(
-        f"[{status_label(record)}, {usage['prompt_tokens']} prompt tokens "
-        f"({usage['cached_tokens']} cached), {usage['completion_tokens']} completion tokens]"
+        f"[{status_label(record)}, {plural(usage['prompt_tokens'], 'prompt token')} "
+        f"({usage['cached_tokens']} cached), {plural(usage['completion_tokens'], 'completion token')}]"
     )
     return "\n".join(lines)

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import anywidget
 import traitlets
 
-from ..display import TURN_MIME_TYPE, json_safe, turn_css, turn_mimebundle
+from ..display import TURN_MIME_TYPE, finish_reason_name, json_safe, turn_css, turn_mimebundle
 from ..engine.events import (
     ContentDelta,
     Error,
@@ -54,10 +54,13 @@ def _utf16_length(text: str) -> int:
 class _Block:
     """One run of reasoning or content text, or a tool call's place in the reply."""
 
-    __slots__ = ("kind", "text", "pending", "sent_length", "tokens", "first", "last", "call_id")
+    __slots__ = ("kind", "text", "pending", "sent_length", "tokens", "first", "last", "call_id",
+                 "round")
 
-    def __init__(self, kind: str, now: float, call_id: str | None = None):
+    def __init__(self, kind: str, now: float, call_id: str | None = None, round_: int = 0):
         self.kind = kind
+        self.round = round_
+        """Which model call (round of the tool loop) wrote this block."""
         self.text = ""
         self.pending = ""
         self.sent_length = 0
@@ -98,13 +101,28 @@ class ChatView(anywidget.AnyWidget):
     error = traitlets.Unicode(allow_none=True, default_value=None).tag(sync=True)
     problems = traitlets.List().tag(sync=True)
     stop_interrupts = traitlets.Bool(False).tag(sync=True)
-    """The kernel is busy in this turn's cell, so a Stop message would wait until the turn is
-    over: the front end interrupts the kernel instead (the cell then cancels the request)."""
+    """The kernel's main thread is busy in this turn's cell. Stop still sends its message
+    (a kernel with subshells reads it on another thread at once); the front end interrupts
+    the kernel only when the kernel cannot read comm messages while busy, or when the turn
+    has not stopped ~2 s after the message."""
+    tools_offered = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    """Names of the tools offered in this turn (shown under the header)."""
+    tools_unsupported = traitlets.Bool(False).tag(sync=True)
+    """The chat template cannot render tools: the model never saw ``tools_offered``."""
+    model_dtype = traitlets.Unicode(allow_none=True, default_value=None).tag(sync=True)
+    """The dtype the model runs in (``float32``), shown in the footer when known."""
 
-    def __init__(self, model: str, session: str, *, clock: Callable[[], float] = time.monotonic):
-        super().__init__(turn_id=uuid.uuid4().hex, model=str(model), session=str(session))
+    def __init__(self, model: str, session: str, *, clock: Callable[[], float] = time.monotonic,
+                 model_dtype: str | None = None):
+        super().__init__(turn_id=uuid.uuid4().hex, model=str(model), session=str(session),
+                         model_dtype=None if model_dtype is None else str(model_dtype))
         self._clock = clock
         self._lock = threading.RLock()
+        # Stop messages may arrive on a kernel subshell's thread while the cell's thread
+        # streams; this guards the callback list, nothing else (the callbacks only set flags).
+        self._stop_lock = threading.Lock()
+        self._round = 0
+        self._rounds_started = 0
         self._blocks: list[_Block] = []
         self._last_send = float("-inf")
         self._pending_prefill: dict | None = None
@@ -129,8 +147,19 @@ class ChatView(anywidget.AnyWidget):
         self._display_handle = display(self, display_id=True)
 
     def on_stop(self, callback: Callable[[], Any]) -> None:
-        """Call ``callback()`` when the user presses Stop (the magics cancel the request)."""
-        self._stop_callbacks.append(callback)
+        """Call ``callback()`` when the user presses Stop (the magics cancel the request).
+
+        It may run on a thread other than the cell's (a kernel subshell), so it must only
+        set flags, such as the engine request's cancel.
+        """
+        with self._stop_lock:
+            self._stop_callbacks.append(callback)
+
+    def offer_tools(self, names: list[str], unsupported: bool = False) -> None:
+        """Show which tools this turn offers; ``unsupported`` warns that the model never saw them."""
+        with self.hold_sync():
+            self.tools_offered = [str(name) for name in names]
+            self.tools_unsupported = bool(unsupported)
 
     def handle(self, event: Any) -> None:
         """Apply one engine event; call from the thread that consumes the request's events."""
@@ -160,14 +189,18 @@ class ChatView(anywidget.AnyWidget):
                 turn,
                 reasoning_tokens=sum(block.tokens for block in reasoning) if reasoning else None,
                 reasoning_seconds=(sum(block.seconds for block in reasoning) if reasoning else None),
+                round_reasoning_stats=self._round_reasoning_stats(),
             )
             record = self._static[0][TURN_MIME_TYPE]
             with self.hold_sync():
                 self.blocks = [block.snapshot() for block in self._blocks]
                 self.usage = record["usage"]
                 self.timings = record["timings"]
-                self.finish_reason = turn.finish_reason
+                self.finish_reason = record["finish_reason"]
                 self.error = turn.error
+                self.tools_offered = record["tools_offered"]
+                self.tools_unsupported = record["tools_unsupported"]
+                self.model_dtype = record["model_dtype"]
                 self.phase = "error" if turn.error else "stopped" if turn.interrupted else "done"
             if self._display_handle is not None:
                 data, metadata = self._static
@@ -176,6 +209,17 @@ class ChatView(anywidget.AnyWidget):
                 # The output no longer shows the widget; free its comm and front-end model.
                 self.close()
             return self._static
+
+    def _round_reasoning_stats(self) -> list[dict | None]:
+        """Per round of the tool loop, the reasoning tokens and seconds this view counted."""
+        stats: list[dict | None] = [None] * (self._round + 1)
+        for block in self._blocks:
+            if block.kind != "reasoning":
+                continue
+            before = stats[block.round] or {"tokens": 0, "seconds": 0.0}
+            stats[block.round] = {"tokens": before["tokens"] + block.tokens,
+                                  "seconds": round(before["seconds"] + block.seconds, 3)}
+        return stats
 
     def __repr__(self) -> str:
         # What text-only front ends show for the live output before the static one replaces it.
@@ -195,6 +239,9 @@ class ChatView(anywidget.AnyWidget):
 
     def _on_started(self, event: Started) -> None:
         self._flush()
+        if self._rounds_started:  # a tool loop's next model call
+            self._round += 1
+        self._rounds_started += 1
         before = self._usage_before
         with self.hold_sync():
             self.usage = {
@@ -215,7 +262,7 @@ class ChatView(anywidget.AnyWidget):
         current = self._blocks[-1] if self._blocks else None
         if current is None or current.kind != kind:
             self._flush()
-            current = _Block(kind, now)
+            current = _Block(kind, now, round_=self._round)
             self._blocks.append(current)
             self.phase = kind  # a switch: one state message, never per token
         current.text += text
@@ -226,7 +273,7 @@ class ChatView(anywidget.AnyWidget):
 
     def _on_tool_call(self, event: ToolCall) -> None:
         self._flush()
-        self._blocks.append(_Block("tool", self._clock(), call_id=event.id))
+        self._blocks.append(_Block("tool", self._clock(), call_id=event.id, round_=self._round))
         call = {"id": event.id, "name": event.name, "arguments": json_safe(event.arguments),
                 "result": None, "error": None}
         with self.hold_sync():
@@ -262,7 +309,7 @@ class ChatView(anywidget.AnyWidget):
     def _on_finished(self, event: Finished) -> None:
         self._flush()
         with self.hold_sync():
-            self.finish_reason = event.reason
+            self.finish_reason = finish_reason_name(event.reason)
             if event.reason == "cancelled":
                 self.phase = "stopped"
             elif event.reason != "tool_calls":  # the tool loop starts another round
@@ -308,7 +355,11 @@ class ChatView(anywidget.AnyWidget):
     def _on_front_end_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         kind = content.get("kind") if isinstance(content, dict) else None
         if kind == "stop":
-            for callback in list(self._stop_callbacks):
+            # With kernel subshells (JupyterLab 4.6's default for widget comms) this runs on
+            # a subshell thread while the cell's thread streams the turn.
+            with self._stop_lock:
+                callbacks = list(self._stop_callbacks)
+            for callback in callbacks:
                 try:
                     callback()
                 except Exception:  # a failing callback must not break the others

@@ -144,35 +144,95 @@ export function markdown(text) {
   return blocks.join("");
 }
 
-// ---- footer (same items as display/_footer.py) ---------------------------------------------
+// ---- numbers and footer (line for line as display/_numbers.py and display/_footer.py) -----
+// Half-up rounding on the scaled value, as the Python twin does, so both print the same.
 
-function formatBytes(count) {
+export function fixed(value, decimals) {
+  const scale = 10 ** decimals;
+  const scaled = Math.floor(Math.abs(value) * scale + 0.5);
+  const sign = value < 0 && scaled ? "-" : "";
+  if (!decimals) return `${sign}${scaled}`;
+  const whole = Math.floor(scaled / scale);
+  return `${sign}${whole}.${String(scaled - whole * scale).padStart(decimals, "0")}`;
+}
+
+const BYTE_UNITS = ["kB", "MB", "GB", "TB"];
+
+export function formatBytes(count) {
   if (count === null || count === undefined) return null;
-  let value = count;
-  for (const unit of ["B", "KB", "MB", "GB"]) {
-    if (value < 1024 || unit === "GB") return unit === "B" ? `${value.toFixed(0)} ${unit}` : `${value.toFixed(1)} ${unit}`;
-    value /= 1024;
+  let value = Number(count);
+  if (Math.abs(value) < 999.5) return `${fixed(value, 0)} B`;
+  for (const unit of BYTE_UNITS) {
+    value /= 1000;
+    if (Math.abs(value) < 999.95 || unit === BYTE_UNITS[BYTE_UNITS.length - 1]) return `${fixed(value, 1)} ${unit}`;
   }
   return null;
 }
 
-function footerItems(usage, timings, status, liveTokens) {
+export function formatSeconds(seconds) {
+  if (seconds === null || seconds === undefined) return null;
+  const value = Number(seconds);
+  if (value === 0) return "0 s";
+  const size = Math.abs(value);
+  if (size >= 100) return `${fixed(value, 0)} s`;
+  if (size >= 9.995) return `${fixed(value, 1)} s`;
+  if (size >= 0.00995) return `${fixed(value, 2)} s`;
+  if (size >= 0.0009995) return `${fixed(value, 3)} s`;
+  return `${fixed(value * 1000, 2)} ms`;
+}
+
+export const plural = (count, noun, pluralNoun) => `${count} ${count === 1 ? noun : pluralNoun || `${noun}s`}`;
+
+export function footerItems(usage, timings, status, liveTokens = 0, dtype = null) {
   const items = [];
   const prompt = usage.prompt_tokens;
   if (prompt === undefined) return items;
-  items.push(["prompt", `${prompt} tokens`]);
-  if (prompt) items.push(["cached", `${usage.cached_tokens} (${Math.round((100 * usage.cached_tokens) / prompt)}%)`]);
-  items.push(["completion", `${Math.max(usage.completion_tokens || 0, liveTokens)} tokens`]);
+  items.push(["prompt", plural(prompt, "token")]);
+  if (prompt) items.push(["cached", `${usage.cached_tokens} (${fixed((100 * usage.cached_tokens) / prompt, 0)}%)`]);
+  items.push(["completion", plural(Math.max(usage.completion_tokens || 0, liveTokens), "token")]);
   if (usage.accepted_draft_tokens != null) items.push(["drafted", `${usage.accepted_draft_tokens} accepted`]);
   const t = timings || {};
-  if (t.time_to_first_token != null) items.push(["TTFT", `${t.time_to_first_token.toFixed(2)} s`]);
-  if (t.prefill_tokens_per_second != null) items.push(["prefill", `${t.prefill_tokens_per_second.toFixed(0)} tok/s`]);
-  if (t.decode_tokens_per_second != null) items.push(["decode", `${t.decode_tokens_per_second.toFixed(1)} tok/s`]);
+  if (t.time_to_first_token != null) items.push(["TTFT", formatSeconds(t.time_to_first_token)]);
+  if (t.prefill_tokens_per_second != null) items.push(["prefill", `${fixed(t.prefill_tokens_per_second, 0)} tok/s`]);
+  if (t.decode_tokens_per_second != null) items.push(["decode", `${fixed(t.decode_tokens_per_second, 1)} tok/s`]);
   const memory = formatBytes(t.peak_memory);
   if (memory !== null) items.push(["peak memory", memory]);
-  if (t.total_seconds != null) items.push(["total", `${t.total_seconds.toFixed(2)} s`]);
+  if (t.total_seconds != null) items.push(["total", formatSeconds(t.total_seconds)]);
+  if (dtype) items.push(["dtype", String(dtype)]);
   if (status) items.push(["finish", status]);
   return items;
+}
+
+export function reasoningSummary(tokens, seconds, active = false) {
+  const parts = [active ? "Reasoning…" : "Reasoning"];
+  if (tokens != null) parts.push(plural(tokens, "token"));
+  if (seconds) parts.push(formatSeconds(seconds));
+  return parts.join(" · ");
+}
+
+export function toolsNotices(offered, unsupported) {
+  const names = (offered || []).join(", ");
+  return {
+    offered: names ? `tools offered: ${names}` : null,
+    warning: names && unsupported ? `This model's chat template cannot show tools: the model never saw ${names}.` : null,
+  };
+}
+
+// ---- Stop ------------------------------------------------------------------------------------
+// JupyterLab 4.6 sends widget comm messages over kernel subshells (commsOverSubshells:
+// perCommTarget), so the {kind: "stop"} message reaches the kernel while the cell is busy and
+// the turn ends normally, keeping its partial reply. Interrupting the kernel would turn the
+// user's Stop into a KeyboardInterrupt and a failed cell: it is only the fallback.
+
+export const STOP_GRACE_MS = 2000;
+
+export function stopPlan(kernel, busyInCell) {
+  // "message": the message is enough (the turn streams on a thread; the kernel is free).
+  // "interrupt": the kernel cannot read comm messages while busy: interrupt at once.
+  // "message-then-interrupt": interrupt only if the turn is still streaming after the grace.
+  if (!busyInCell || !kernel || typeof kernel.interrupt !== "function") return "message";
+  const viaSubshell = kernel.supportsSubshells === true && kernel.commsOverSubshells !== "disabled";
+  return viaSubshell ? "message-then-interrupt" : "interrupt";
 }
 
 // ---- DOM -------------------------------------------------------------------------------------
@@ -186,11 +246,16 @@ function el(tag, className, text) {
 
 const pretty = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
 
+const STREAMING_PHASES = ["waiting", "prefill", "reasoning", "content", "tool_calls"];
+
 function finalStatus(model) {
   const phase = model.get("phase");
   if (phase === "stopped") return "stopped";
   if (phase === "error") return "error";
-  if (phase === "done") return model.get("finish_reason") || "done";
+  if (phase === "done") {
+    const reason = model.get("finish_reason");
+    return reason === "cancelled" ? "stopped" : reason || "done";
+  }
   return null;
 }
 
@@ -273,6 +338,8 @@ function render({ model, el: host }) {
   stop.title = "Stop generating (cancels the request on the engine)";
   header.append(name, el("span", "mlxnb-session", `session ${model.get("session")}`),
     el("span", "mlxnb-spacer"), status, stop);
+  const offeredLine = el("div", "mlxnb-tools-offered");
+  const toolsWarning = el("div", "mlxnb-warning");
   const progress = el("div", "mlxnb-progress");
   const bar = el("div", "mlxnb-progress-bar");
   progress.append(bar);
@@ -280,23 +347,33 @@ function render({ model, el: host }) {
   const problems = el("div", "mlxnb-problems");
   const error = el("div", "mlxnb-error");
   const footer = el("div", "mlxnb-footer");
-  root.append(header, progress, body, problems, error, footer);
+  root.append(header, offeredLine, toolsWarning, progress, body, problems, error, footer);
   host.append(root);
 
   const drawn = []; // per block: {node, length, kind, userToggled}
   let stopping = false;
+  let stopTimer = 0;
+  let removed = false;
 
+  const interruptKernel = (kernel) => {
+    kernel.interrupt().catch((e) => console.warn("mlx-notebook: interrupt failed", e));
+  };
   stop.addEventListener("click", () => {
     if (stopping) return;
     stopping = true;
     stop.disabled = true;
     stop.textContent = "Stopping…";
     model.send({ kind: "stop" });
-    if (model.get("stop_interrupts")) {
-      // The kernel is busy in this very cell and reads our message only afterwards:
-      // interrupt it, as the toolbar's stop button would; the cell cancels the request.
-      const kernel = model.widget_manager && model.widget_manager.kernel;
-      if (kernel && kernel.interrupt) kernel.interrupt().catch((e) => console.warn("mlx-notebook: interrupt failed", e));
+    const kernel = model.widget_manager && model.widget_manager.kernel;
+    const plan = stopPlan(kernel, model.get("stop_interrupts"));
+    if (plan === "interrupt") interruptKernel(kernel);
+    else if (plan === "message-then-interrupt") {
+      stopTimer = setTimeout(() => {
+        stopTimer = 0;
+        // A view that is gone (the turn ended and its output was replaced) never interrupts:
+        // the kernel may be running the next cell by now.
+        if (!removed && STREAMING_PHASES.includes(model.get("phase"))) interruptKernel(kernel);
+      }, STOP_GRACE_MS);
     }
   });
 
@@ -324,8 +401,7 @@ function render({ model, el: host }) {
     const active = streaming && i === store.blocks.length - 1;
     if (block.kind === "reasoning") {
       const summary = slot.node.firstChild;
-      const secs = block.seconds != null ? ` · ${Number(block.seconds).toFixed(1)} s` : "";
-      summary.textContent = `${active ? "Reasoning…" : "Reasoning"} · ${block.tokens} tokens${secs}`;
+      summary.textContent = reasoningSummary(block.tokens, block.seconds, active);
       if (slot.length !== block.text.length) {
         slot.node.lastChild.textContent = block.text.replace(/^\n+/, "");
         slot.length = block.text.length;
@@ -376,7 +452,14 @@ function render({ model, el: host }) {
     error.textContent = message ? `Error: ${message}` : "";
 
     const liveTokens = store.blocks.reduce((n, b) => n + (b.tokens || 0), 0);
-    footer.replaceChildren(...footerItems(model.get("usage") || {}, model.get("timings"), finalStatus(model), liveTokens)
+    const notices = toolsNotices(model.get("tools_offered"), model.get("tools_unsupported"));
+    offeredLine.textContent = notices.offered || "";
+    offeredLine.style.display = notices.offered ? "" : "none";
+    toolsWarning.textContent = notices.warning ? `⚠ ${notices.warning}` : "";
+    toolsWarning.style.display = notices.warning ? "" : "none";
+
+    footer.replaceChildren(...footerItems(model.get("usage") || {}, model.get("timings"), finalStatus(model),
+      liveTokens, model.get("model_dtype"))
       .map(([key, value]) => {
         const item = el("span", "mlxnb-stat", `${key} `);
         item.dataset.stat = key;
@@ -386,7 +469,8 @@ function render({ model, el: host }) {
   }
   const schedule = () => { if (!frame) frame = requestAnimationFrame(draw); };
 
-  const traits = ["phase", "prefill", "usage", "timings", "finish_reason", "error", "problems", "tool_calls"];
+  const traits = ["phase", "prefill", "usage", "timings", "finish_reason", "error", "problems", "tool_calls",
+    "tools_offered", "tools_unsupported", "model_dtype"];
   for (const trait of traits) model.on(`change:${trait}`, schedule);
   store.listeners.add(schedule);
   draw();
@@ -394,6 +478,8 @@ function render({ model, el: host }) {
     for (const trait of traits) model.off(`change:${trait}`, schedule);
     store.listeners.delete(schedule);
     if (frame) cancelAnimationFrame(frame);
+    removed = true;
+    if (stopTimer) clearTimeout(stopTimer);
   };
 }
 

@@ -6,7 +6,11 @@ goes through), so the numbers are what a browser would receive.
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +26,7 @@ from mlx_notebook.engine.events import (
     ToolCall,
     Usage,
 )
-from mlx_notebook.turn import Turn
+from mlx_notebook.turn import Round, Turn
 from mlx_notebook.widgets import MAX_MESSAGES_PER_SECOND, ChatView
 
 
@@ -198,6 +202,38 @@ def test_stop_button_message_calls_the_stop_callbacks():
     assert stopped == ["cancel", "second"]
     view.handle(Finished("cancelled"))
     assert view.phase == "stopped"
+    assert view.finish_reason == "stopped"  # the engine's "cancelled" is the user's Stop
+
+
+def test_a_stop_message_on_a_subshell_thread_ends_a_turn_streaming_on_the_cell_thread():
+    # JupyterLab 4.6 delivers widget messages on a kernel subshell's thread while the cell's
+    # thread is busy streaming: the callback (which only sets the cancel flag) runs there.
+    view, _ = recording_view()
+    cancel = threading.Event()
+    callback_threads = []
+
+    def cancel_request():
+        callback_threads.append(threading.current_thread())
+        cancel.set()
+
+    view.on_stop(cancel_request)
+    view.handle(Started("r1", prompt_tokens=5, cached_tokens=0))
+
+    def subshell():
+        view._handle_msg({"content": {"data": {"method": "custom", "content": {"kind": "stop"}}},
+                          "buffers": []})
+
+    stopper = threading.Thread(target=subshell)
+    words = 0
+    while not cancel.is_set() and words < 100_000:  # the cell's thread, streaming
+        view.handle(ContentDelta("word "))
+        words += 1
+        if words == 50:
+            stopper.start()
+    stopper.join()
+    view.handle(Finished("cancelled"))
+    assert cancel.is_set() and callback_threads == [stopper]
+    assert view.phase == "stopped" and view.finish_reason == "stopped"
 
 
 def test_resync_request_sends_the_whole_text_once():
@@ -236,10 +272,125 @@ def test_finish_gives_the_static_bundle_and_displays_it_from_then_on():
     data, metadata = view.finish(turn)
     assert data[TURN_MIME_TYPE]["content"] == "The capital of France is Paris."
     assert data[TURN_MIME_TYPE]["reasoning_stats"]["tokens"] == 1
-    assert "Reasoning · 1 tokens" in data["text/html"]
+    assert "Reasoning · 1 token<" in data["text/html"]
     assert metadata["mlx_notebook"]["seed"] == 7
     assert view._repr_mimebundle_() == (data, metadata)
     assert view.blocks[-1]["text"] == "The capital of France is Paris."
+
+
+def test_tool_turn_blocks_keep_the_order_of_the_rounds_and_their_own_reasoning_numbers():
+    clock = Clock()
+    view, _ = recording_view(clock)
+    view.offer_tools(["get_weather"])
+    view.handle(Started("r1", prompt_tokens=30, cached_tokens=0))
+    for word in ("I ", "call ", "it."):
+        view.handle(ReasoningDelta(word))
+        clock.now += 0.25
+    view.handle(ToolCall(index=0, id="call_1", name="get_weather", arguments={"city": "Paris"}, text=""))
+    view.handle(Finished("tool_calls"))
+    view.tool_result("call_1", result={"condition": "sunny"})
+    view.handle(Started("r2", prompt_tokens=60, cached_tokens=30))
+    view.handle(ReasoningDelta("Sunny."))
+    view.handle(ContentDelta("It is sunny."))
+    view.handle(Finished("stop"))
+    call = {"id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"},
+            "result": {"condition": "sunny"}, "error": None}
+    turn = Turn(model="m", session="s", request={}, tool_calls=[call], tools_offered=["get_weather"],
+                rounds=[Round(request={}, reasoning="I call it.", tool_calls=[call], finish_reason="tool_calls"),
+                        Round(request={}, reasoning="Sunny.", content="It is sunny.", finish_reason="stop")])
+    turn.refresh()
+    data, _ = view.finish(turn)
+    assert [(b["kind"], b.get("text", b.get("id"))) for b in view.blocks] == [
+        ("reasoning", "I call it."), ("tool", "call_1"), ("reasoning", "Sunny."), ("content", "It is sunny.")]
+    rounds = data[TURN_MIME_TYPE]["rounds"]
+    assert [r["reasoning_stats"] for r in rounds] == [{"tokens": 3, "seconds": 0.5},
+                                                      {"tokens": 1, "seconds": 0.0}]
+    html = data["text/html"]
+    assert "Reasoning · 3 tokens · 0.50 s" in html and "Reasoning · 1 token<" in html
+    assert html.index("Reasoning · 3 tokens") < html.index("get_weather</span>") < html.index("Reasoning · 1 token")
+    assert view.tools_offered == ["get_weather"] and ">tools offered: get_weather</div>" in html
+
+
+def test_offered_tools_and_dtype_reach_the_front_end_as_traits():
+    view, sent = recording_view()
+    view.offer_tools(["get_time"], unsupported=True)
+    states = [m["state"] for m in sent if m.get("method") == "update"]
+    assert {"tools_offered": ["get_time"], "tools_unsupported": True} in states
+    assert ChatView("m", "s", model_dtype="float32").model_dtype == "float32"
+
+
+# -- the front end's own logic, run with node -------------------------------------------------
+
+CHAT_VIEW_JS = Path(__file__).resolve().parents[2] / "mlx_notebook" / "widgets" / "chat_view.js"
+
+
+def run_js(body: str):
+    """Run ``body`` (which sets ``result``) with chat_view.js's exports as ``m``; return ``result``."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    script = (f"import * as m from {json.dumps(CHAT_VIEW_JS.as_uri())};\nlet result;\n{body}\n"
+              "console.log(JSON.stringify(result));")
+    done = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+FOOTER_CASES = [
+    ({"prompt_tokens": 1, "cached_tokens": 0, "completion_tokens": 1},
+     {"time_to_first_token": 0.004, "peak_memory": 562_284_672}, "stop", None),
+    ({"prompt_tokens": 8, "cached_tokens": 1, "completion_tokens": 25, "accepted_draft_tokens": 7},
+     {"time_to_first_token": 1.125, "prefill_tokens_per_second": 1500.5, "decode_tokens_per_second": 95.25,
+      "peak_memory": 999_960, "total_seconds": 12.34}, "length", "float32"),
+    ({"prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0},
+     {"peak_memory": 999, "total_seconds": 0.0004}, "stopped", "bfloat16"),
+]
+
+
+def test_live_and_static_footers_read_the_same():
+    from mlx_notebook.display import footer_items
+
+    expected = [
+        [list(item) for item in footer_items({"usage": usage, "timings": timings, "finish_reason": status,
+                                              "model_dtype": dtype})]
+        for usage, timings, status, dtype in FOOTER_CASES
+    ]
+    live = run_js(f"result = {json.dumps(FOOTER_CASES)}.map(([u, t, s, d]) => m.footerItems(u, t, s, 0, d));")
+    assert live == expected
+    assert ["peak memory", "562.3 MB"] in live[0] and ["prompt", "1 token"] in live[0]
+
+
+def test_live_numbers_match_the_python_formatters():
+    from mlx_notebook.display import format_bytes, format_seconds
+
+    sizes = [0, 999, 1_250, 999_960, 3 << 20, 562_284_672, 124_000_000_000]
+    seconds = [0, 0.0004, 0.004, 0.04, 0.61, 1.125, 9.999, 12.34, 123.4]
+    assert run_js(f"result = [{json.dumps(sizes)}.map(m.formatBytes), {json.dumps(seconds)}.map(m.formatSeconds)];") \
+        == [[format_bytes(n) for n in sizes], [format_seconds(s) for s in seconds]]
+
+
+@pytest.mark.parametrize("kernel, busy, plan", [
+    ({"supportsSubshells": True, "commsOverSubshells": "perCommTarget"}, True, "message-then-interrupt"),
+    ({"supportsSubshells": True, "commsOverSubshells": "disabled"}, True, "interrupt"),
+    ({"supportsSubshells": False}, True, "interrupt"),
+    ({"supportsSubshells": True, "commsOverSubshells": "perCommTarget"}, False, "message"),
+    (None, True, "message"),
+])
+def test_stop_interrupts_the_kernel_only_when_the_message_cannot_arrive(kernel, busy, plan):
+    # Interrupting turns the user's Stop into a KeyboardInterrupt and a failed cell; with
+    # subshells the message arrives while the cell is busy, and interrupting is the fallback.
+    setup = "null" if kernel is None else f"{{...{json.dumps(kernel)}, interrupt: async () => null}}"
+    assert run_js(f"result = m.stopPlan({setup}, {json.dumps(busy)});") == plan
+
+
+def test_the_live_card_warns_when_the_template_cannot_show_the_tools():
+    from mlx_notebook.display import tools_offered_line, tools_unsupported_warning
+
+    record = {"tools_offered": ["get_weather", "get_time"], "tools_unsupported": True}
+    assert run_js('result = m.toolsNotices(["get_weather", "get_time"], true);') == {
+        "offered": tools_offered_line(record), "warning": tools_unsupported_warning(record)}
+    assert run_js("result = m.toolsNotices([], false);") == {"offered": None, "warning": None}
 
 
 # -- in a real kernel ---------------------------------------------------------------------------

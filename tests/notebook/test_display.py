@@ -108,13 +108,13 @@ def test_non_json_values_are_saved_as_their_repr():
 def test_html_shows_reasoning_folded_tool_card_answer_and_footer():
     html = turn_mimebundle(make_turn(), reasoning_tokens=12, reasoning_seconds=0.4)[0]["text/html"]
     assert '<details class="mlxnb-reasoning"' in html and "<details class=\"mlxnb-reasoning\" open" not in html
-    assert "Reasoning · 12 tokens · 0.4 s" in html
+    assert "Reasoning · 12 tokens · 0.40 s" in html
     assert '<span class="mlxnb-tool-name">get_weather</span>' in html
     assert "{\n  &quot;city&quot;: &quot;Paris&quot;\n}" in html  # pretty JSON arguments
     assert "<strong>21 °C</strong>" in html
     assert "cached <b>60 (75%)</b>" in html
     assert "TTFT <b>0.05 s</b>" in html and "decode <b>95.2 tok/s</b>" in html
-    assert "peak memory <b>3.0 MB</b>" in html and "finish <b>stop</b>" in html
+    assert "peak memory <b>3.1 MB</b>" in html and "finish <b>stop</b>" in html  # 3 << 20 bytes
     assert "<style>" in html and "http" not in html.split("<style>")[1].split("</style>")[0]
 
 
@@ -145,10 +145,28 @@ def test_plain_text_and_markdown_do_not_change_with_timings():
     assert "**Tool call** `get_weather`" in fast["text/markdown"]
 
 
-def test_interrupted_and_failed_turns_say_so():
-    stopped = turn_mimebundle(make_turn(interrupted=True, finish_reason="cancelled"))[0]
-    assert stopped["text/plain"].splitlines()[-2].endswith("[interrupted]")
-    assert 'mlxnb-status-stopped">stopped<' in stopped["text/html"]
+def test_a_stopped_turn_says_stopped_everywhere_and_keeps_its_partial_reply():
+    turn = make_turn(interrupted=True, finish_reason="cancelled", content="It is 21",
+                     rounds=[Round(request={}, content="It is 21", finish_reason="cancelled")],
+                     tool_calls=[], reasoning="")
+    data, metadata = turn_mimebundle(turn)
+    record = data[TURN_MIME_TYPE]
+    jsonschema.validate(record, SCHEMA)
+    assert record["finish_reason"] == "stopped" and record["rounds"][0]["finish_reason"] == "stopped"
+    assert metadata["mlx_notebook"]["finish_reason"] == "stopped"
+    assert data["text/plain"].splitlines()[-2:] == [
+        "It is 21 [stopped]", "[stopped, 80 prompt tokens (60 cached), 25 completion tokens]"]
+    assert 'mlxnb-status-stopped">stopped<' in data["text/html"]
+    assert "finish <b>stopped</b>" in data["text/html"]
+    assert '<div class="mlxnb-content"><p>It is 21</p></div>' in data["text/html"]
+    assert 'class="mlxnb-error"' not in data["text/html"]  # the user's choice, not a failure
+    assert all("cancelled" not in str(value) for value in [*data.values(), metadata])
+    # A user stop that the runner already named "stopped" reads the same.
+    assert turn_mimebundle(make_turn(finish_reason="stopped", interrupted=True))[0][
+        TURN_MIME_TYPE]["finish_reason"] == "stopped"
+
+
+def test_failed_turns_say_so():
     failed = turn_mimebundle(make_turn(error="The engine stopped.", finish_reason=None))[0]
     assert "[error] The engine stopped." in failed["text/plain"]
     assert 'class="mlxnb-error"' in failed["text/html"]
@@ -199,13 +217,59 @@ def test_token_view_without_logprobs_says_how_to_get_them():
     assert "%%chat --tokens" in token_view_html(None)
 
 
-def test_reasoning_of_several_rounds_reads_as_one_paragraph_per_round():
-    turn = make_turn(reasoning="\nFirst I call.\n\n\n\nThen I answer.\n",
-                     rounds=[Round(request={}, reasoning="\nFirst I call.\n\n"),
-                             Round(request={}, reasoning="\nThen I answer.\n")])
-    data = turn_mimebundle(turn)[0]
-    assert ">First I call.\n\nThen I answer.</div>" in data["text/html"]
-    assert data["text/plain"].startswith("[reasoning] First I call.\n\nThen I answer.\n")
+def tool_turn(**overrides) -> Turn:
+    """The tiny reasoner's weather turn: reason, call, read the result, reason, answer."""
+    call = {"id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"},
+            "result": {"condition": "sunny"}, "error": None}
+    values = dict(
+        reasoning="\nI need the weather, so I call get_weather.\n\n\nThe tool says sunny.\n",
+        content="\n\nIt is sunny in Paris.", tool_calls=[call],
+        rounds=[Round(request={}, reasoning="\nI need the weather, so I call get_weather.\n",
+                      content="\n\n", tool_calls=[call], finish_reason="tool_calls"),
+                Round(request={}, reasoning="\nThe tool says sunny.\n",
+                      content="\n\nIt is sunny in Paris.", finish_reason="stop")])
+    values.update(overrides)
+    return make_turn(**values)
+
+
+def test_a_tool_turn_shows_its_rounds_in_the_order_they_happened():
+    data = turn_mimebundle(tool_turn())[0]
+    html = data["text/html"]
+    order = [html.index(text) for text in (
+        "I need the weather, so I call get_weather.", '<span class="mlxnb-tool-name">get_weather',
+        "The tool says sunny.", "It is sunny in Paris.")]
+    assert order == sorted(order)  # the model reads the result after it asked for it
+    assert html.count('<details class="mlxnb-reasoning"') == 2
+    assert html.count('class="mlxnb-content"') == 1  # round 1's blank text is no answer
+    assert data["text/plain"].splitlines()[:4] == [
+        "[reasoning] I need the weather, so I call get_weather.",
+        '[tool] get_weather({"city": "Paris"}) -> {"condition": "sunny"}',
+        "[reasoning] The tool says sunny.",
+        "",
+    ]
+    markdown = data["text/markdown"]
+    assert (markdown.index("I need the weather") < markdown.index("**Tool call** `get_weather`")
+            < markdown.index("The tool says sunny.") < markdown.index("It is sunny in Paris."))
+
+
+def test_a_round_that_writes_before_calling_a_tool_keeps_that_text_in_place():
+    call = {"id": "c", "name": "get_time", "arguments": {}, "result": "12:00", "error": None}
+    turn = make_turn(reasoning="", content="It is noon.", tool_calls=[call], rounds=[
+        Round(request={}, content="Let me check the clock.", tool_calls=[call], finish_reason="tool_calls"),
+        Round(request={}, content="It is noon.", finish_reason="stop")])
+    html = turn_mimebundle(turn)[0]["text/html"]
+    assert (html.index("Let me check the clock.") < html.index('"mlxnb-tool-name">get_time')
+            < html.index("It is noon."))
+
+
+def test_a_record_from_before_rounds_tools_and_dtype_still_renders():
+    record = turn_mimebundle(make_turn())[0][TURN_MIME_TYPE]
+    for key in ("rounds", "tools_offered", "tools_unsupported", "model_dtype", "reasoning_stats"):
+        record.pop(key)
+    html = display.turn_html(record)
+    assert html.index("I should call the tool.") < html.index("get_weather") < html.index("21 °C")
+    assert "tools offered" not in html and "dtype" not in html
+    assert display.turn_plain_text(record).startswith("[reasoning] The user wants the weather.")
 
 
 def test_show_tokens_without_logprobs_says_how_to_get_them():
@@ -214,3 +278,62 @@ def test_show_tokens_without_logprobs_says_how_to_get_them():
     turn = Turn(model="m", session="default", request={}, content="Hi", reasoning="", tool_calls=[])
     with pytest.raises(ValueError, match=r"run the cell with %%chat --tokens"):
         turn.show_tokens()
+
+
+def test_the_card_lists_the_tools_offered():
+    data = turn_mimebundle(make_turn(tools_offered=["get_weather", "get_time"]))[0]
+    jsonschema.validate(data[TURN_MIME_TYPE], SCHEMA)
+    assert data[TURN_MIME_TYPE]["tools_offered"] == ["get_weather", "get_time"]
+    assert data[TURN_MIME_TYPE]["tools_unsupported"] is False
+    assert ">tools offered: get_weather, get_time</div>" in data["text/html"]
+    assert "never saw" not in data["text/html"]
+    assert data["text/plain"].startswith("[tools offered: get_weather, get_time]\n")
+    assert "tools offered" not in turn_mimebundle(make_turn(tools_offered=[]))[0]["text/html"]
+
+
+def test_tools_the_template_cannot_show_are_a_visible_warning():
+    data = turn_mimebundle(make_turn(tools_offered=["get_time"], tools_unsupported=True,
+                                     tool_calls=[], rounds=[]))[0]
+    jsonschema.validate(data[TURN_MIME_TYPE], SCHEMA)
+    warning = "This model&#x27;s chat template cannot show tools: the model never saw get_time."
+    assert f'class="mlxnb-warning" style="color:#7a5b00">⚠ {warning}</div>' in data["text/html"]
+    assert ("[warning] This model's chat template cannot show tools: the model never saw get_time."
+            in data["text/plain"].splitlines())
+    assert "**Warning:** This model's chat template cannot show tools" in data["text/markdown"]
+
+
+def test_footer_says_the_dtype_the_model_runs_in():
+    data = turn_mimebundle(make_turn(model_dtype="float32"))[0]
+    jsonschema.validate(data[TURN_MIME_TYPE], SCHEMA)
+    assert data[TURN_MIME_TYPE]["model_dtype"] == "float32"
+    assert 'data-stat="dtype">dtype <b>float32</b>' in data["text/html"]
+    assert "dtype float32" in data["text/markdown"]
+    assert turn_mimebundle(make_turn())[0][TURN_MIME_TYPE]["model_dtype"] is None
+
+
+@pytest.mark.parametrize("count, shown", [
+    (562_284_672, "562.3 MB"), (0, "0 B"), (999, "999 B"), (1_250, "1.3 kB"),
+    (999_960, "1.0 MB"), (3 << 20, "3.1 MB"), (124_000_000_000, "124.0 GB"),
+])
+def test_bytes_read_in_decimal_units(count, shown):
+    assert display.format_bytes(count) == shown
+
+
+@pytest.mark.parametrize("seconds, shown", [
+    (0, "0 s"), (0.0004, "0.40 ms"), (0.004, "0.004 s"), (0.04, "0.04 s"), (0.61, "0.61 s"),
+    (1.125, "1.13 s"), (12.34, "12.3 s"), (123.4, "123 s"),
+])
+def test_durations_never_read_zero_when_they_are_not(seconds, shown):
+    assert display.format_seconds(seconds) == shown
+
+
+def test_one_token_is_singular_everywhere_in_a_turn():
+    turn = make_turn(usage={"prompt_tokens": 1, "cached_tokens": 0, "completion_tokens": 1},
+                     timings={"time_to_first_token": 0.004})
+    data = turn_mimebundle(turn, reasoning_tokens=1, reasoning_seconds=0.04)[0]
+    assert "prompt <b>1 token</b>" in data["text/html"] and "completion <b>1 token</b>" in data["text/html"]
+    assert "Reasoning · 1 token · 0.04 s" in data["text/html"]
+    assert "TTFT <b>0.004 s</b>" in data["text/html"]
+    assert data["text/plain"].endswith("[stop, 1 prompt token (0 cached), 1 completion token]")
+    assert "1 token · mean probability" in token_view_html(
+        [{"token": "a", "logprob": -0.1, "top_logprobs": []}])
