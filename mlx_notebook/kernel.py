@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import sys
+from pathlib import Path
 from types import ModuleType
 
 __all__ = ["main"]
@@ -21,6 +22,10 @@ log = logging.getLogger(__name__)
 
 def main() -> None:
     """Restart with the fast BLAS when one helps, then run ipykernel with this process's argv."""
+    # As ipykernel_launcher does: the notebook's folder must not shadow what the kernel
+    # imports (IPython puts it back on the path for the user's own imports).
+    if sys.path and (sys.path[0] == "" or Path(sys.path[0]) == Path.cwd()):
+        del sys.path[0]
     note = _blas_module().reexec_with_fast_blas()  # returns only when no restart is needed
     if note:
         log.warning(note)

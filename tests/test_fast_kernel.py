@@ -157,3 +157,21 @@ def test_the_demo_command_restarts_itself_with_the_chosen_blas(tiny_reasoner_pat
     assert done.returncode == 0, done.stderr
     assert str(missing) in done.stderr and "cannot be preloaded" in done.stderr
     assert "prompt tokens" in done.stdout
+
+
+@pytest.mark.slow
+def test_the_kernel_starts_beside_files_named_like_its_modules_and_imports_the_notebooks_own(tmp_path):
+    from jupyter_client.manager import start_new_kernel
+
+    # A notebook folder holding a module named like one the launcher imports, and one of its own.
+    (tmp_path / "ipykernel.py").write_text("raise ImportError('the notebook folder shadowed ipykernel')\n")
+    (tmp_path / "my_helpers.py").write_text("ANSWER = 42\n")
+    manager, client = start_new_kernel(kernel_name="mlx-notebook", cwd=str(tmp_path), env=_without_preload(), startup_timeout=120)
+    printed: list[str] = []
+    try:
+        client.execute_interactive("import my_helpers; print(my_helpers.ANSWER)", timeout=60,
+                                   output_hook=lambda msg: printed.append(msg["content"].get("text", "")))
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert "".join(printed).strip() == "42"
