@@ -32,8 +32,8 @@ class ModelInfo:
     draft_model: str | None = None
     """The model drafting tokens for speculative decoding, if one is loaded."""
     dtype: str = ""
-    """The floating dtype the model computes in (``float32``, ``bfloat16``, ``float16``); for a
-    quantized model, that of its scales and unquantized layers."""
+    """What the weights run in, as the footer shows it: ``float32``, ``bfloat16``, ``float16``,
+    or a quantized model's main width (``4-bit``; ``quantization`` names any others)."""
     dtype_reason: str = ""
     """Why it runs in that dtype, e.g. ``auto: float32 on a CPU (BLAS makes it the fast path)``."""
 
@@ -49,7 +49,7 @@ class WeightsSummary:
 
     @property
     def quantized(self) -> bool:
-        return self.quantization != self.dtype  # an unquantized model's "quantization" is its dtype
+        return self.dtype.endswith("-bit")
 
 
 def _own_arrays(module: nn.Module):
@@ -106,11 +106,11 @@ def _float_dtype(params) -> str:
 
 def describe_weights(model: nn.Module) -> WeightsSummary:
     params = tree_flatten(model.parameters())
-    dtype = _float_dtype(params)
+    quantization = _quantization(model, _float_dtype(params))
     return WeightsSummary(
         parameters=_parameter_count(model),
-        quantization=_quantization(model, dtype),
-        dtype=dtype,
+        quantization=quantization,
+        dtype=quantization.split(" (", 1)[0],  # "4-bit (embedding 8-bit)" -> "4-bit"
         memory_bytes=sum(p.nbytes for _, p in params),
     )
 

@@ -81,7 +81,7 @@ def test_a_quantized_directory_is_kept_unless_float32_is_asked_for(tiny_reasoner
     q4 = _copy_with_weights(tiny_reasoner_path, tmp_path / "q4", _quantize)
     with Engine(str(q4), progress=False) as engine:
         info = engine.model_info
-    assert info.quantization == "4-bit"
+    assert (info.quantization, info.dtype) == ("4-bit", "4-bit")
     assert info.dtype_reason == ("auto: kept 4-bit, as quantized (dtype='float32' is faster on a CPU "
                                  "but dequantizes it)")
     with Engine(str(q4), dtype="float32", progress=False) as widened:
@@ -100,5 +100,5 @@ def test_4bit_and_float32_smollm2_count_the_same_parameters(smollm2_path, smollm
     q4 = describe_weights(mlx_lm.load(str(smollm2_4bit_path))[0])
     f32 = describe_weights(mlx_lm.load(str(smollm2_path))[0])
     assert q4.parameters == f32.parameters == 134_515_008
-    assert q4.quantization == "4-bit (embedding 8-bit)"
+    assert (q4.quantization, q4.dtype) == ("4-bit (embedding 8-bit)", "4-bit")
     assert f32.quantization == "float32"
