@@ -256,3 +256,5 @@ if __name__ == "__main__":
     chosen = choose_blas()
     if chosen.library is not None:
         print(chosen.library)
+    elif chosen.note:
+        print(chosen.note, file=sys.stderr)
