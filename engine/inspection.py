@@ -56,7 +56,7 @@ class Inspection:
         lines = [
             f"{self.request.kind} request, {len(self.token_ids)} prompt tokens, "
             f"{c.cached_tokens} would come from the prompt cache"
-            + (f" ({c.miss_reason})" if c.miss_reason else ""),
+            + (f". {c.miss_reason}" if c.miss_reason else ""),
             "options: " + ", ".join(f"{k}={v!r}" for k, v in self.options.items()),
             "segments: " + ", ".join(f"{s.kind}[{s.start}:{s.end}]" for s in self.segments),
             *([TOOLS_NOT_RENDERED] if self.tools_rendered is False else []),

@@ -466,7 +466,7 @@ class MlxMagics(Magics):
             except ImportError:  # the live widget is optional; plain text streams anywhere
                 pass
             else:
-                return ChatView(turn.model, turn.session)
+                return ChatView(turn.model, turn.session, model_dtype=turn.model_dtype)
         return TerminalView(turn.model, turn.session, trim_edges="messages" in turn.request)
 
     def _result(self, turn: Turn, args: Any, magic: str) -> Turn:

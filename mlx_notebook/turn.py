@@ -216,7 +216,9 @@ class Turn:
             parts.append(_plural(len(self.tool_calls), "tool call"))
         total = self.timings.get("total_seconds")
         if total is not None:
-            parts.append(f"{total:.2f} s")
+            from .display import format_seconds
+
+            parts.append(format_seconds(total))
         reason = STOPPED if self.interrupted else (self.error and "error") or self.finish_reason
         return f"{reason}, " + ", ".join(parts)
 

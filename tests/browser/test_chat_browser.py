@@ -306,13 +306,20 @@ def test_tiny_reasoner_turn_shows_reasoning_panel_and_tool_card(notebook_page, t
     # loaded, so the live panel may never paint; the hand-fed test checks its open/fold.
     static = nb.cell(2).locator(".mlxnb-static")
     reasoning = static.locator("details.mlxnb-reasoning")
-    assert reasoning.count() == 1 and reasoning.get_attribute("open") is None  # folded
-    assert "I need the current weather in Paris" in reasoning.locator(".mlxnb-reasoning-body").text_content()
+    assert reasoning.count() == 2  # one panel per round, in the order they happened
+    assert [reasoning.nth(i).get_attribute("open") for i in range(2)] == [None, None]  # folded
+    assert "I need the current weather in Paris" in reasoning.nth(0).locator(".mlxnb-reasoning-body").text_content()
+    assert "The tool says Paris is sunny" in reasoning.nth(1).locator(".mlxnb-reasoning-body").text_content()
+    order = static.evaluate("""node => Array.from(node.querySelectorAll(
+        '.mlxnb-reasoning, .mlxnb-tool, .mlxnb-content')).map(e => e.classList[0])""")
+    assert order == ["mlxnb-reasoning", "mlxnb-tool", "mlxnb-reasoning", "mlxnb-content"]
+    assert "tools offered: get_weather" in static.locator(".mlxnb-tools-offered").inner_text()
     card = static.locator(".mlxnb-tool")
     assert card.locator(".mlxnb-tool-name").inner_text() == "get_weather"
     assert json.loads(card.locator(".mlxnb-tool-args").inner_text()) == {"city": "Paris"}
     assert json.loads(card.locator(".mlxnb-tool-result").inner_text())["condition"] == "sunny"
-    reasoning.locator("summary").click()  # unfold it for the screenshot
+    reasoning.nth(0).locator("summary").click()  # unfold both for the screenshot
+    reasoning.nth(1).locator("summary").click()
     nb.page.set_viewport_size({"width": 1100, "height": 1100})
     nb.cell(2).scroll_into_view_if_needed()
     shot = nb.screenshot("reasoner-tools.png", 2)

@@ -308,7 +308,7 @@ def test_render_status_sessions_and_reset(smollm2_shell, capsys):
     _, out, _ = run(smollm2_shell, "%mlx status", capsys)
     assert "engine: healthy" in out and "active requests: 0" in out
     _, out, _ = run(smollm2_shell, "%mlx sessions", capsys)
-    assert "view: 1 turn(s), 1 sent as history" in out
+    assert "view: 1 turn, 1 sent as history" in out
     _, out, _ = run(smollm2_shell, "%mlx reset view", capsys)
     assert out == "Session 'view' is empty again.\n"
     fails_with(smollm2_shell, "%mlx render nosuch",
@@ -560,7 +560,7 @@ def test_a_conversation_longer_than_the_context_says_how_to_go_on(reasoner_shell
         "session afresh with --new or %mlx reset.")
     assert err == f"UsageError: {message}\n"
     _, out, _ = run(reasoner_shell, "%mlx sessions", capsys)
-    assert "long: 0 turn(s)" in out  # the rejected message did not enter the session
+    assert "long: 0 turns" in out  # the rejected message did not enter the session
 
 
 @pytest.mark.model
