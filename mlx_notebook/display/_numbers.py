@@ -1,6 +1,6 @@
 """How numbers read under a turn and in the reports: bytes, seconds, rates, counted nouns.
 
-One home for these, because the footer, the reports and the live widget disagreed
+One home for these (bytes come from the engine's ``byte_count``, which its CLI uses too), because the footer, the reports and the live widget disagreed
 (``536.2 MB`` in one place, ``562.3 MB`` in another for the same bytes). The live widget
 (``widgets/chat_view.js``) repeats these functions line for line; a test runs both on the
 same values. Rounding is half-up on the scaled value in both languages (Python's format
@@ -14,35 +14,18 @@ Example::
 
 from __future__ import annotations
 
-import math
+from mlx_notebook.engine.byte_count import fixed
+from mlx_notebook.engine.byte_count import format_bytes as _format_byte_count
 
 __all__ = ["format_bytes", "format_seconds", "fixed", "plural"]
 
-_BYTE_UNITS = ("kB", "MB", "GB", "TB")
-
-
-def fixed(value: float, decimals: int) -> str:
-    """``value`` with ``decimals`` digits after the point, rounded half-up (as the JS twin)."""
-    scale = 10 ** decimals
-    scaled = math.floor(abs(value) * scale + 0.5)
-    sign = "-" if value < 0 and scaled else ""
-    whole, part = divmod(scaled, scale)
-    return f"{sign}{whole}.{part:0{decimals}d}" if decimals else f"{sign}{whole}"
-
 
 def format_bytes(count: int | float | None) -> str | None:
-    """Decimal units, labelled as such: ``562_284_672`` -> ``'562.3 MB'`` (10^6 bytes)."""
-    if count is None:
-        return None
-    value = float(count)
-    if abs(value) < 999.5:
-        return f"{fixed(value, 0)} B"
-    for unit in _BYTE_UNITS:
-        value /= 1000
-        # Move up a unit where rounding would print 1000.0 (999,960 B is 1.0 MB, not 1000.0 kB).
-        if abs(value) < 999.95 or unit == _BYTE_UNITS[-1]:
-            return f"{fixed(value, 1)} {unit}"
-    return None  # unreachable: the loop returns at the last unit
+    """Decimal units, labelled as such: ``562_284_672`` -> ``'562.3 MB'`` (10^6 bytes).
+
+    The engine's formatter (its CLI lists the model store with it); None stays None.
+    """
+    return None if count is None else _format_byte_count(count)
 
 
 def format_seconds(seconds: float | None) -> str | None:
