@@ -93,9 +93,12 @@ def model_summary(info: Any) -> Report:
     quantization = _get(info, "quantization") or "not quantized"
     if isinstance(quantization, dict):
         quantization = f"{quantization.get('bits')}-bit, group {quantization.get('group_size')}"
+    # Why it computes in that dtype: auto picks float32 on a Linux CPU, the model's own on a GPU.
+    reason = _get(info, "dtype_reason") or ""
+    reason = reason if reason.startswith("auto") else ""  # an explicit --dtype needs no reason
     return text(
         f"Loaded {_get(info, 'name')}: {_count(_get(info, 'parameters'))} parameters, "
-        f"{quantization}, {_size(_get(info, 'memory_bytes'))}, "
+        f"{quantization}{f' [{reason}]' if reason else ''}, {_size(_get(info, 'memory_bytes'))}, "
         f"context {_get(info, 'context_length') or 'unknown'} tokens, "
         f"thinking: {_yes(_get(info, 'thinking'))}, tool calls: {_yes(_get(info, 'tool_calling'))}"
         + (f", drafting with {draft}." if (draft := _get(info, "draft_model")) else ".")

@@ -100,3 +100,16 @@ def test_counts_are_singular_for_one():
     one.add(finished_turn("Hi", "Hello"))
     assert reports.sessions([one, Session("none")]).plain == (
         "one: 1 turn, 1 sent as history\nnone: 0 turns, 0 sent as history")
+
+
+def test_load_model_summary_says_which_dtype_auto_chose_and_why():
+    from mlx_notebook.engine import ModelInfo
+
+    base = dict(name="m", path="/m", model_type="llama", parameters=134_515_008, quantization="float32",
+                memory_bytes=538_060_032, context_length=8192, thinking=False, tool_calling=False)
+    auto = ModelInfo(**base, dtype="float32", dtype_reason="auto: float32 on a CPU (BLAS makes it the fast path)")
+    assert str(reports.model_summary(auto)) == (
+        "Loaded m: 134.5M parameters, float32 [auto: float32 on a CPU (BLAS makes it the fast path)], "
+        "538.1 MB, context 8192 tokens, thinking: no, tool calls: no.")
+    chosen = ModelInfo(**base, dtype="float32", dtype_reason="dtype='float32' asked for float32")
+    assert "[" not in str(reports.model_summary(chosen))
