@@ -70,7 +70,10 @@ class EngineConfig:
     """Most requests decoded together in one batch."""
     prefill_concurrency: int = 8
     """Most prompts prefilled together in one batch."""
-    prefill_step_size: int = 2048
+    prefill_step_size: int | None = None
+    """Prompt tokens per prefill chunk; a cancel takes effect between chunks. None: chosen
+    for the device (``Scheduler``): mlx-lm's 2048 on a GPU, small chunks on a CPU so Stop
+    acts within a fraction of a second."""
     reasoning_field: str = "reasoning"
     """Message key for reasoning text in responses: ``reasoning`` or ``reasoning_content``."""
 

@@ -99,6 +99,9 @@ class Usage:
     prefill_tokens_per_second: float
     decode_tokens_per_second: float
     peak_memory: int
+    """MLX's peak memory (bytes, model weights included) since the engine last went from idle
+    to busy: this request's own peak when it ran alone; with concurrent requests, the peak of
+    everything the engine ran since the first of them started."""
     accepted_draft_tokens: int | None = None
     """Completion tokens the draft model proposed and the model accepted; None without one."""
 

@@ -146,7 +146,9 @@ class ReplyStream:
             decode_tokens_per_second=(
                 (self.completion_tokens - 1) / decode_time if decode_time > 0 else 0.0
             ),
-            peak_memory=int(mx.get_peak_memory()),
+            # The scheduler resets the peak when the engine goes busy; a reply cancelled
+            # before any allocation still reports what is held (the weights), not 0.
+            peak_memory=int(max(mx.get_peak_memory(), mx.get_active_memory())),
             accepted_draft_tokens=accepted_draft_tokens,
         ))
         self.out.put(Finished(reason))

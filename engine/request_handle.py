@@ -44,7 +44,7 @@ class RequestHandle:
         return self._done
 
     def cancel(self) -> None:
-        """Stop generating; takes effect before the next decode step."""
+        """Stop generating, at most one prefill chunk late; no token reaches the reply after."""
         self._job.cancel.set()
 
     def events(self) -> Iterator[EngineEvent]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from queue import SimpleQueue
 
 import mlx.core as mx
+from mlx.utils import tree_flatten
 from mlx_lm.generate import BatchGenerator, make_stop_sequences
 from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
@@ -30,13 +31,32 @@ from .events import Error, PrefillProgress
 from .prompt_cache import PromptCache
 from .rendering import RenderedPrompt
 from .reply_stream import ReplyStream
-from .single_stream import SingleStream
+from .single_stream import Cancelled, SingleStream
 
-__all__ = ["Job", "Scheduler"]
+__all__ = ["Job", "Scheduler", "default_prefill_step_size"]
 
 log = logging.getLogger(__name__)
 
 _GREEDY = make_sampler(0.0)  # shared so an all-greedy batch samples in one call
+
+# Prefill chunks on a CPU, measured with SmolLM2 (448-token prompt, 2 busy cores): float32
+# with OpenBLAS reads ~180 tok/s in 64-token chunks (2048: ~210), 0.3-0.45 s a chunk; 4-bit
+# and half-precision weights take no BLAS path and cost the same per token in any chunk size
+# (3-19 tok/s), so their chunks stay a few tokens long. A GPU keeps mlx-lm's 2048.
+_CPU_FLOAT32_PREFILL_STEP = 64
+_CPU_SLOW_PREFILL_STEP = 8
+_GPU_PREFILL_STEP = 2048
+
+
+def default_prefill_step_size(model) -> int:
+    """Prompt tokens per prefill chunk for ``model`` on the default device.
+
+    A cancel takes effect between chunks, so a chunk must stay well under a second.
+    """
+    if mx.default_device() == mx.gpu:
+        return _GPU_PREFILL_STEP
+    dtypes = {v.dtype for _, v in tree_flatten(model.parameters())}
+    return _CPU_FLOAT32_PREFILL_STEP if dtypes <= {mx.float32} else _CPU_SLOW_PREFILL_STEP
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +100,13 @@ class Scheduler:
         # only taken when the model's caches can be trimmed (not rotating/sliding-window).
         self._single_ok = config.max_kv_size is None and can_trim_prompt_cache(
             make_prompt_cache(model))
+        self.prefill_step_size = (config.prefill_step_size
+                                  or default_prefill_step_size(model))
         self.batch = BatchGenerator(
             model,
             completion_batch_size=config.decode_concurrency,
             prefill_batch_size=config.prefill_concurrency,
-            prefill_step_size=config.prefill_step_size,
+            prefill_step_size=self.prefill_step_size,
             max_kv_size=config.max_kv_size,
             # Not mlx-lm's thread-local generation_stream: using a thread-local stream
             # from a non-main thread intermittently aborts the process at exit
@@ -142,6 +164,10 @@ class Scheduler:
         ``alone`` says no other job is waiting, so the single-stream path may take it.
         With a draft model, a job arriving while another decodes waits for its turn.
         """
+        if self.idle:
+            # Each reply reports the peak since the engine last went busy (Usage.peak_memory),
+            # not the process's lifetime peak, which an earlier, larger model would keep.
+            mx.reset_peak_memory()
         if self.draft_model is not None and (self.single is not None or self.waiting):
             self.waiting.append(job)
             return
@@ -176,7 +202,7 @@ class Scheduler:
                 self.model, self.stream, _Active(job, reply, []), cache=cache, tokens=tokens,
                 cached=cached, sampler=self._sampler(request),
                 processors=self._processors(request), stop_sequences=self._stops(request.stop),
-                prefill_step_size=self.config.prefill_step_size,
+                prefill_step_size=self.prefill_step_size,
                 draft_model=draft, num_draft_tokens=request.num_draft_tokens,
             )
             return
@@ -199,9 +225,9 @@ class Scheduler:
     def _move_single_to_batch(self) -> None:
         single, self.single = self.single, None
         a = single.active
-        cache, tokens, last = single.detach()
+        cache, tokens, rest = single.detach()
         (uid,) = self.batch.insert_segments(
-            segments=[[[last]]],
+            segments=[[rest]],
             max_tokens=[single.request.max_tokens - single.generated],
             caches=[cache],
             all_tokens=[tokens],
@@ -216,14 +242,15 @@ class Scheduler:
         a = single.active
         try:
             if a.job.cancel.is_set():
-                single.close()
                 reason = "cancelled"
             else:
-                token, logprobs, reason = single.step()
-                stopped = a.reply.on_token(token, logprobs, reason)
-                if reason is None and stopped:
-                    single.close()
-                    reason = "stop"
+                try:
+                    token, logprobs, reason = single.step()
+                except Cancelled:  # seen between prefill chunks or as the token came
+                    reason = "cancelled"
+                else:
+                    if a.reply.on_token(token, logprobs, reason) and reason is None:
+                        reason = "stop"
             if reason is None:
                 return
             single.close()
@@ -255,6 +282,8 @@ class Scheduler:
             a = self.active.get(r.uid)
             if a is None:
                 continue
+            if a.job.cancel.is_set():
+                continue  # ends at the next step, like the single stream: no news after it
             a.job.out.put(PrefillProgress(*r.progress))
             if r.end_of_segment and not r.end_of_prompt and a.snapshot_kinds:
                 snapshot.append(r.uid)
@@ -266,6 +295,9 @@ class Scheduler:
         for r in gen_responses:
             a = self.active.get(r.uid)
             if a is None:
+                continue
+            if a.job.cancel.is_set():  # came while this token was computed: not shown
+                self._remove(r.uid, "cancelled")
                 continue
             try:
                 stopped = a.reply.on_token(r.token, r.logprobs, r.finish_reason)

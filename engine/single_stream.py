@@ -9,6 +9,11 @@ arrives, the scheduler moves this one onto the batch (``detach``) without losing
 With a draft model every request takes this path, one at a time (as in mlx_lm.server), on
 mlx-lm's ``speculative_generate_step``; its KV cache is the model's layers followed by the
 draft's, which the prompt cache stores and trims as one list.
+
+A cancel takes effect between prefill chunks: mlx-lm runs the whole prefill inside the first
+``next()`` and reports each chunk to a progress callback, so the callback raises
+``Cancelled`` when the job's flag is set, and ``step`` raises it too when a cancel came while
+a token was computed, so no token reaches the reply after a cancel.
 """
 
 from __future__ import annotations
@@ -19,7 +24,11 @@ from mlx_lm.models.cache import trim_prompt_cache
 
 from .events import PrefillProgress
 
-__all__ = ["SingleStream"]
+__all__ = ["Cancelled", "SingleStream"]
+
+
+class Cancelled(Exception):
+    """The job's cancel flag was seen mid-step; what the cache holds is still consistent."""
 
 
 class SingleStream:
@@ -42,9 +51,13 @@ class SingleStream:
         """Generated tokens the draft proposed and the model kept; None without a draft."""
         self._draft_model = draft_model
         self._stream = stream
-        out = active.job.out
+        out, cancel = active.job.out, active.job.cancel
 
         def progress(done: int, total: int) -> None:
+            # Called after each chunk is evaluated (and once before the first): the cache
+            # then holds exactly the chunks done, so stopping here leaves it consistent.
+            if cancel.is_set():
+                raise Cancelled
             out.put(PrefillProgress(done + cached, total + cached))
 
         if not self._speculative:
@@ -65,12 +78,19 @@ class SingleStream:
         )
 
     def step(self) -> tuple[int, object, str | None]:
-        """Decode one token: (token, logprobs, finish reason or None)."""
+        """Decode one token: (token, logprobs, finish reason or None).
+
+        Raises ``Cancelled`` when the job was cancelled before the token was ready (during
+        the prefill, at most one chunk late): the token is then not part of the reply.
+        """
         if self._speculative:
             token, logprobs, from_draft = next(self._steps)
-            self.accepted_draft_tokens += from_draft
         else:
             token, logprobs = next(self._steps)
+        if self.active.job.cancel.is_set():
+            raise Cancelled
+        if self._speculative:
+            self.accepted_draft_tokens += from_draft
         self.tokens.append(token)
         self.generated += 1
         finish = None
@@ -86,21 +106,23 @@ class SingleStream:
     def finished_cache(self) -> tuple[list[int], list]:
         """After ``close``: (tokens whose keys and values are in the cache, the cache).
 
+        The cache's offset says how many tokens it really holds, whatever ended the request.
         ``generate_step`` has already queued the last token's own forward pass, so its cache
         holds every token (as in BatchGenerator, whose finished sequences include their last
-        token). The speculative loop's model cache lacks the last token when the model itself
+        token); a prefill cancelled between chunks holds the chunks done; a cancel after
+        the first token was computed holds that token, which the reply never got, so it is
+        cut. The speculative loop's model cache lacks the last token when the model itself
         produced it, and its draft cache lags further (by a token after fully accepted drafts,
         by the whole reply with ``num_draft_tokens`` 0): the model's part is filed as it
         stands, and the draft is fed what it lacks (a small model's one cheap step) so a
         follow-up turn reuses the whole reply.
         """
-        if not self._speculative:
-            if self.generated == 0:  # cancelled before its prefill ran: only the reused part
-                return self.tokens[: self._cached], self.cache
-            return self.tokens, self.cache
-        main, draft = self.cache[: self._model_layers], self.cache[self._model_layers:]
+        main = self.cache[: self._model_layers]
         held = min(main[0].offset, len(self.tokens))
         trim_prompt_cache(main, main[0].offset - held)
+        if not self._speculative:
+            return self.tokens[:held], self.cache
+        draft = self.cache[self._model_layers:]
         behind = held - draft[0].offset
         if behind < 0:
             trim_prompt_cache(draft, -behind)
@@ -110,16 +132,17 @@ class SingleStream:
                 mx.eval([c.state for c in draft])
         return self.tokens[:held], self.cache
 
-    def detach(self) -> tuple[list, list[int], int]:
-        """Stop here and return (cache, tokens in it, last token) to continue on the batch.
+    def detach(self) -> tuple[list, list[int], list[int]]:
+        """Stop here and return (cache, tokens in it, tokens to feed) to go on in the batch.
 
-        The last token is taken back out of the cache so the batch feeds it again and
-        samples what follows it; the step queued for it is dropped.
+        After a token, the last one is taken back out of the cache so the batch feeds it again
+        and samples what follows it (the step queued for it is dropped); before the first
+        step, the cache holds only the reused prefix and the batch prefills the rest.
         """
         self.close()
-        last = self.tokens[-1]
-        trim_prompt_cache(self.cache, 1)
-        return self.cache, self.tokens[:-1], last
+        held = min(self.cache[0].offset, len(self.tokens) - 1)
+        trim_prompt_cache(self.cache, self.cache[0].offset - held)
+        return self.cache, self.tokens[:held], self.tokens[held:]
 
 
 def _speculative_steps(tokens: list[int], model, draft_model, stream, *, cache,
@@ -127,6 +150,7 @@ def _speculative_steps(tokens: list[int], model, draft_model, stream, *, cache,
     """``speculative_generate_step`` after a chunked prefill that reports its progress."""
     main, draft = cache[: len(model.layers)], cache[len(model.layers):]
     head, total = tokens[:-1], len(tokens)
+    progress(0, total)
     with mx.stream(stream):
         for start in range(0, len(head), prefill_step_size):
             chunk = mx.array(head[start:start + prefill_step_size])[None]

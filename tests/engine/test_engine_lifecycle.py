@@ -181,3 +181,26 @@ def test_a_request_joining_mid_reply_moves_the_first_onto_the_batch_without_a_se
     story = scripts["long_story"]["reply"].replace("<think>", "").replace("</think>", "")
     assert story.startswith("".join(texts)) and len("".join(texts)) > 150
     assert second["choices"][0]["message"]["content"] == "\n\n17 + 25 = 42."
+
+
+_SWITCH_SCRIPT = textwrap.dedent("""
+    import sys
+    from mlx_notebook.engine import Engine, Usage
+    body = {"messages": [{"role": "user", "content": "What is 17 + 25?"}], "max_tokens": 8}
+    for path in sys.argv[1:]:
+        with Engine(path, progress=False) as engine:
+            events = engine.submit(body).events()
+            print(next(e for e in events if isinstance(e, Usage)).peak_memory)
+""")
+
+
+def test_a_reply_reports_its_own_peak_memory_not_an_earlier_models(smollm2_path,
+                                                                   tiny_reasoner_path):
+    # A kernel that switched models: the second engine's replies must not show the first's peak.
+    done = subprocess.run(
+        [sys.executable, "-c", _SWITCH_SCRIPT, str(smollm2_path), str(tiny_reasoner_path)],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    smollm2_peak, tiny_peak = map(int, done.stdout.split())
+    assert smollm2_peak > 100 << 20  # SmolLM2's float32 weights alone are ~540 MB
+    assert 0 < tiny_peak < smollm2_peak / 10
