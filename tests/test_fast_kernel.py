@@ -175,3 +175,13 @@ def test_the_kernel_starts_beside_files_named_like_its_modules_and_imports_the_n
         client.stop_channels()
         manager.shutdown_kernel(now=True)
     assert "".join(printed).strip() == "42"
+
+
+@linux_cpu
+def test_pypi_openblas_runs_single_threaded_unless_the_user_says_otherwise(tmp_path):
+    renamed = tmp_path / "libmlx_notebook_openblas.so"
+    assert blas.choose_blas({}, fast_blas=lambda: renamed).environ["OPENBLAS_NUM_THREADS"] == "1"
+    chosen = blas.choose_blas({"OPENBLAS_NUM_THREADS": "4"}, fast_blas=lambda: renamed)
+    assert chosen.environ["OPENBLAS_NUM_THREADS"] == "4"
+    system = blas.choose_blas({}, fast_blas=lambda: Path("/usr/lib64/libopenblasp.so.0"))
+    assert "OPENBLAS_NUM_THREADS" not in system.environ
