@@ -48,7 +48,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["NO_FAST_BLAS_NOTE", "BlasChoice", "choose_blas", "find_fast_blas", "reexec_with_fast_blas"]
+__all__ = ["NO_FAST_BLAS_NOTE", "BlasChoice", "choose_blas", "find_fast_blas", "reexec_with_fast_blas",
+           "slow_blas_note"]
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +142,26 @@ def choose_blas(
         # reference BLAS), where Debian's 0.3.21 stayed steady; one thread is as fast there.
         environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     return BlasChoice(library=library, environ=environ, note=None)
+
+
+def slow_blas_note(
+    environ: Mapping[str, str] | None = None,
+    fast_blas: Callable[[], Path | None] = find_fast_blas,
+) -> str | None:
+    """One line for a process that computes on mlx's reference BLAS (None when it need not).
+
+    A kernel started from another kernelspec (the plain "Python 3") never went through the
+    launcher's restart, so ``%load_model`` says how to get the fast path instead of leaving
+    the user with 10-20x slower prompts and no clue.
+    """
+    choice = choose_blas(environ, fast_blas)
+    if choice.note is not None or choice.library is None:
+        return choice.note
+    return (
+        "mlx-notebook: this process runs on mlx's slow reference BLAS; in Jupyter choose the "
+        "kernel 'Python 3 (mlx-notebook)' (Kernel › Change Kernel), elsewhere start Python with "
+        f"LD_PRELOAD={choice.library}, for prompts 10-20x faster."
+    )
 
 
 def reexec_with_fast_blas() -> str | None:

@@ -129,6 +129,11 @@ class MlxMagics(Magics):
             self.engine = Engine(args.spec, progress=not args.no_progress,
                                  **{k: v for k, v in options.items() if v is not None})
         display(reports.model_summary(self.engine.model_info))
+        from mlx_notebook.engine.blas import slow_blas_note
+
+        note = slow_blas_note()
+        if note:
+            display(reports.text(note))
 
     # ----------------------------------------------------------------------- %%chat
 

@@ -185,3 +185,32 @@ def test_pypi_openblas_runs_single_threaded_unless_the_user_says_otherwise(tmp_p
     assert chosen.environ["OPENBLAS_NUM_THREADS"] == "4"
     system = blas.choose_blas({}, fast_blas=lambda: Path("/usr/lib64/libopenblasp.so.0"))
     assert "OPENBLAS_NUM_THREADS" not in system.environ
+
+
+@linux_cpu
+def test_a_process_on_the_reference_blas_is_told_how_to_get_the_fast_one(tmp_path):
+    library = tmp_path / "libopenblas.so.0"
+    note = blas.slow_blas_note({}, fast_blas=lambda: library)
+    assert "'Python 3 (mlx-notebook)'" in note and f"LD_PRELOAD={library}" in note and "\n" not in note
+    assert blas.slow_blas_note({}, fast_blas=lambda: None) == blas.NO_FAST_BLAS_NOTE
+    assert blas.slow_blas_note({"LD_PRELOAD": str(library)}, fast_blas=lambda: library) is None
+
+
+@linux_cpu
+@pytest.mark.model
+def test_load_model_in_a_kernel_without_the_fast_blas_says_how_to_get_it(tiny_reasoner_path, monkeypatch, capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell()
+    shell.run_line_magic("load_ext", "mlx_notebook")
+    try:
+        monkeypatch.delenv("LD_PRELOAD", raising=False)  # as in the plain "Python 3" kernel
+        capsys.readouterr()
+        assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
+        out = capsys.readouterr().out
+        assert "runs on mlx's slow reference BLAS; in Jupyter choose the kernel 'Python 3 (mlx-notebook)'" in out
+        monkeypatch.setenv("LD_PRELOAD", str(blas.find_fast_blas()))
+        assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
+        assert "reference BLAS" not in capsys.readouterr().out
+    finally:
+        shell.run_line_magic("unload_ext", "mlx_notebook")
