@@ -18,3 +18,11 @@ def test_ci_runs_the_two_readme_commands_verbatim():
     assert open_quickstart == ".venv/bin/jupyter lab notebooks/01-quickstart.ipynb"
     assert ".venv/bin/jupyter execute notebooks/01-quickstart.ipynb" in ci
     assert commands[1] in ci
+
+
+def test_ci_runs_every_tutorial_in_the_venv_of_readme_command_1():
+    ci = (ROOT / ".ci" / "run").read_text()
+    command_1, command_2 = ci.index(".venv/bin/pip install -q -e '.[lab]'"), ci.index("'.[test]'")
+    tutorials = ci.index("for notebook in notebooks/0*.ipynb")
+    assert command_1 < tutorials < command_2  # before the test extra adds anything
+    assert '.venv/bin/jupyter execute "$notebook"' in ci
