@@ -39,12 +39,12 @@ log = logging.getLogger(__name__)
 
 _GREEDY = make_sampler(0.0)  # shared so an all-greedy batch samples in one call
 
-# Prefill chunks on a CPU, measured with SmolLM2 (448-token prompt, 2 busy cores): float32
-# with OpenBLAS reads ~180 tok/s in 64-token chunks (2048: ~210), 0.3-0.45 s a chunk; 4-bit
-# and half-precision weights take no BLAS path and cost the same per token in any chunk size
-# (3-19 tok/s), so their chunks stay a few tokens long. A GPU keeps mlx-lm's 2048.
+# Prefill chunks on a CPU, measured with SmolLM2 on 2 shared cores: float32 with OpenBLAS
+# reads 200-220 tok/s in 64-token chunks of 0.2-0.3 s (2048: 215-250); 4-bit weights on the
+# reference BLAS cost about the same per token in any chunk size (4: 8.8 tok/s, 0.44 s a
+# chunk; 8: 9.6, 0.85 s; 128: 9.8), so their chunks stay tiny. A GPU keeps mlx-lm's 2048.
 _CPU_FLOAT32_PREFILL_STEP = 64
-_CPU_SLOW_PREFILL_STEP = 8
+_CPU_SLOW_PREFILL_STEP = 4
 _GPU_PREFILL_STEP = 2048
 
 
