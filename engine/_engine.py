@@ -73,6 +73,7 @@ class Engine:
         progress: bool = True,
         reasoning_field: str = "reasoning",
         decode_concurrency: int = 32,
+        prefill_step_size: int | None = None,
     ):
         if draft_model is not None and max_kv_size is not None:
             raise EngineError(
@@ -96,6 +97,7 @@ class Engine:
             max_kv_size=max_kv_size,
             reasoning_field=reasoning_field,
             decode_concurrency=decode_concurrency,
+            prefill_step_size=prefill_step_size,
         )
         unknown = set(self.config.default_sampling) - set(SAMPLING_DEFAULTS)
         if unknown:

@@ -36,6 +36,8 @@ def test_built_wheel_holds_and_imports_both_packages(tmp_path):
     # Wheel data: pip installs it into <prefix>/share/jupyter/kernels, where Jupyter looks.
     kernelspec = "mlx_notebook-0.1.0.data/data/share/jupyter/kernels/mlx-notebook/kernel.json"
     assert kernelspec in names and "mlx_notebook/kernel.py" in names
+    server_config = "mlx_notebook-0.1.0.data/data/etc/jupyter/jupyter_server_config.d/mlx_notebook.json"
+    assert server_config in names and "mlx_notebook/_server_extension.py" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     # -I ignores the editable install, so the import can only come from the wheel's files.
@@ -47,3 +49,10 @@ def test_built_wheel_holds_and_imports_both_packages(tmp_path):
     engine_file, package_file = done.stdout.split()
     assert engine_file == str(site / "mlx_notebook" / "engine" / "model_store.py")
     assert package_file == str(site / "mlx_notebook" / "__init__.py")
+
+
+def test_the_server_extension_is_enabled_in_this_environment():
+    done = subprocess.run([sys.executable, "-m", "jupyter", "server", "extension", "list"],
+                          capture_output=True, text=True, check=True)
+    listing = done.stdout + done.stderr
+    assert "mlx_notebook._server_extension" in listing and "enabled" in listing

@@ -132,8 +132,30 @@ class ChatView(anywidget.AnyWidget):
         self._parent: dict | None = None
         self._static: tuple[dict, dict] | None = None
         self.on_msg(self._on_front_end_message)
+        self._route_stop_to_the_front_ends_subshell()
 
     # -- public API used by the magics ------------------------------------------------------
+    def _route_stop_to_the_front_ends_subshell(self) -> None:
+        """Let Stop reach the kernel while this turn's cell is busy.
+
+        JupyterLab 4.4+ sends comm messages on a kernel subshell, which runs while the main
+        shell runs the cell; but ipykernel 7.4 routes a comm's incoming messages to the shell
+        that last sent on it -- this cell's busy main shell -- so Stop would wait behind the
+        turn it is meant to stop (measured: handled 2.3 s later, after the cell ended). Only
+        Stop keeps the subshell the front end chose: it just sets flags (under a lock).
+        """
+        route = getattr(getattr(self, "comm", None), "_reply_subshell_for", None)
+        if route is None:  # another kernel, or an ipykernel without subshells
+            return
+
+        def reply_subshell_for(data: Any, default: Any) -> Any:
+            content = data.get("content") if isinstance(data, dict) else None
+            if isinstance(content, dict) and content.get("kind") == "stop":
+                return default
+            return route(data, default)
+
+        self.comm._reply_subshell_for = reply_subshell_for
+
 
     def display(self) -> None:
         """Show the view in the current cell (and remember the cell for later updates)."""

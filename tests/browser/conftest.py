@@ -28,7 +28,6 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 KERNEL = "mlx-notebook-test"
-OPENBLAS = Path(f"/usr/lib/{os.uname().machine}-linux-gnu/openblas-pthread/libblas.so.3")
 
 
 def _free_port() -> int:
@@ -68,13 +67,12 @@ def lab(tmp_path_factory) -> Lab:
     notification.parent.mkdir(parents=True)
     notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
     kernel_env = {"PYTHONUNBUFFERED": "1"}
-    if OPENBLAS.exists():
-        kernel_env["LD_PRELOAD"] = str(OPENBLAS)  # fast float32 matmuls (DESIGN.md)
     # Its own name: in a venv, jupyter prefers the venv's own "python3" spec over ours.
     kernel_dir = data / "kernels" / KERNEL
     kernel_dir.mkdir(parents=True)
     (kernel_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        # The product's launcher: it preloads the fast BLAS the way a user's kernel gets it.
+        "argv": [sys.executable, "-m", "mlx_notebook.kernel", "-f", "{connection_file}"],
         "display_name": "Python 3 (mlx-notebook tests)", "language": "python", "env": kernel_env,
     }))
     token, port = secrets.token_hex(16), _free_port()

@@ -118,3 +118,11 @@ def test_cancel_while_the_prompt_is_read_stops_within_a_chunk_with_a_draft_model
     assert cached > 0
     engine.clear_prompt_cache()
     assert warm == _greedy(engine, body)[0]
+
+
+def test_the_prefill_chunk_is_the_users_to_choose(tiny_reasoner_path):
+    with Engine(str(tiny_reasoner_path), progress=False, prefill_step_size=16) as engine:
+        assert engine.config.prefill_step_size == 16
+        handle = engine.submit(_long_body(max_tokens=1))
+        steps = [e.processed for e in handle.events() if isinstance(e, PrefillProgress)]
+    assert len(steps) >= 3 and steps[1] - steps[0] == 16  # one report per 16-token chunk
