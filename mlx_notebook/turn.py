@@ -254,15 +254,8 @@ class Turn:
         return TokenView(self.logprobs)
 
     def plain_text(self) -> str:
-        """The turn as a terminal shows it: reasoning, tool calls, answer, one summary line."""
-        lines = []
-        if self.reasoning:
-            lines.append(f"[thinking] {self.reasoning.strip()}")
-        for call in self.tool_calls:
-            outcome = f"error: {call['error']}" if call.get("error") else repr(call.get("result"))
-            lines.append(f"[tool] {call['name']}({json.dumps(call['arguments'])}) -> {outcome}")
-        lines.append(self.text)
-        if self.error:
-            lines.append(f"[error] {self.error}")
-        lines.append(f"[{self.summary()}]")
-        return "\n".join(lines)
+        """The turn as a terminal shows it: rounds in order (reasoning, tool calls, answer),
+        then one summary line; the same text as the saved output's ``text/plain``."""
+        from .display import turn_plain_text, turn_record
+
+        return turn_plain_text(turn_record(self))
