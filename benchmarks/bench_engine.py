@@ -171,7 +171,7 @@ def _path_overhead(tiny: Engine, repeats: int = 5) -> float:
 
     from mlx_notebook.engine.admission import admit
     from mlx_notebook.engine.rendering import render
-    from mlx_notebook.engine.reply_stream import ReplyStream, load_stream_filter
+    from mlx_notebook.engine.reply_stream import ReplyStream
     from mlx_notebook.engine.tiny_reasoner import load_scripts
 
     script = next(s for s in load_scripts() if s["name"] == "parallel_tool_calls")
@@ -182,7 +182,7 @@ def _path_overhead(tiny: Engine, repeats: int = 5) -> float:
     best = float("inf")
     for _ in range(repeats):
         out = SimpleQueue()
-        reply = ReplyStream("bench", request, prompt, tiny.tokenizer, out, load_stream_filter())
+        reply = ReplyStream("bench", request, prompt, tiny.tokenizer, out)
 
         def consume():
             while not isinstance(out.get(), Finished):

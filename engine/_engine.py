@@ -29,7 +29,7 @@ from .model_info import ModelInfo, WeightsSummary, describe_weights
 from .prompt_cache import CacheInfo
 from .rendering import RenderedPrompt, render
 from .request_handle import RequestHandle
-from .scheduler import Job
+from .job import Job
 
 __all__ = ["Engine"]
 
@@ -196,7 +196,7 @@ class Engine:
     # -- the request path ----------------------------------------------------------------------
     def _check_alive(self) -> None:
         if not self.healthy:
-            raise EngineDeadError(self._thread._dead_message())
+            raise EngineDeadError(self._thread.dead_message)
 
     def _prepare(self, body, kind: str) -> tuple[GenerationRequest, RenderedPrompt]:
         self._check_alive()

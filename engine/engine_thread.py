@@ -26,8 +26,8 @@ from .errors import EngineError
 from .events import Error
 from .model_info import ModelInfo, describe_model
 from .prompt_cache import PromptCache
-from .reply_stream import load_stream_filter
-from .scheduler import Job, Scheduler
+from .job import Job
+from .scheduler import Scheduler
 
 __all__ = ["EngineThread", "FinishedTrace"]
 
@@ -128,7 +128,7 @@ class EngineThread:
     def submit(self, job: Job) -> None:
         self.inbox.put(job)
         if not self.alive:  # died between the caller's check and the put: fail it now
-            job.out.put(Error(self._dead_message(), "server_error"))
+            job.out.put(Error(self.dead_message, "server_error"))
 
     def call(self, fn: Callable[[], Any], timeout: float | None = None) -> Any:
         """Run ``fn`` on the engine thread (between decode steps) and return its result."""
@@ -136,7 +136,7 @@ class EngineThread:
         self.inbox.put(call)
         while not call.done.wait(0.1 if timeout is None else timeout):
             if not self.alive:
-                raise EngineError(self._dead_message())
+                raise EngineError(self.dead_message)
             if timeout is not None:
                 raise EngineError("The engine thread did not answer in time.")
         if isinstance(call.result, BaseException):
@@ -154,7 +154,9 @@ class EngineThread:
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
-    def _dead_message(self) -> str:
+    @property
+    def dead_message(self) -> str:
+        """Why requests cannot run: the thread died (and of what), or the engine was closed."""
         if self.death:
             return f"The engine thread stopped ({self.death}); start a new Engine."
         return "The engine is closed; start a new Engine."
@@ -175,8 +177,7 @@ class EngineThread:
         scheduler = None
         try:
             scheduler = Scheduler(self.model, self.tokenizer, self.config, self.cache,
-                                  load_stream_filter(), self._on_done,
-                                  draft_model=self.draft_model)
+                                  self._on_done, draft_model=self.draft_model)
             self._loop(scheduler)
         except BaseException as e:
             self.death = f"{type(e).__name__}: {e}"
@@ -246,7 +247,7 @@ class EngineThread:
             self.traces.popitem(last=False)
 
     def _shutdown(self, scheduler: Scheduler | None) -> None:
-        message = self._dead_message()
+        message = self.dead_message
         if scheduler is not None:
             scheduler.fail_all(message)
         # Anything queued after the last look gets its error too: nobody waits forever.

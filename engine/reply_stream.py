@@ -18,17 +18,9 @@ from .events import (
     ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, Started, TokenLogprobs,
     ToolCall, Usage,
 )
+from .parsing import StreamFilter
 
-__all__ = ["ReplyStream", "load_stream_filter"]
-
-
-def load_stream_filter():
-    """The StreamFilter class, or None while the parsing package is not installed."""
-    try:
-        from .parsing import StreamFilter
-    except ImportError:
-        return None
-    return StreamFilter
+__all__ = ["ReplyStream"]
 
 
 class _StopGuard:
@@ -63,7 +55,7 @@ class ReplyStream:
     """Turns one request's tokens into events on ``out`` (engine-thread only)."""
 
     def __init__(self, request_id: str, request: GenerationRequest, prompt, tokenizer,
-                 out: SimpleQueue, filter_class):
+                 out: SimpleQueue):
         self.request_id = request_id
         self.request = request
         self.tokenizer = tokenizer
@@ -74,9 +66,9 @@ class ReplyStream:
         self.detok = tokenizer.detokenizer
         self.guard = _StopGuard(request.stop) if request.stop else None
         self.filter = (
-            filter_class.for_tokenizer(
+            StreamFilter.for_tokenizer(
                 tokenizer, prompt.text, tools=list(request.tools) if request.tools else None)
-            if filter_class is not None and request.kind == "chat" else None
+            if request.kind == "chat" else None
         )
         self.deltas: list[str] = []
         self.tool_calls = 0

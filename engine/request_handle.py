@@ -8,7 +8,7 @@ from typing import Iterator
 from .admission import GenerationRequest
 from .events import EngineEvent, Error, Finished
 from .rendering import RenderedPrompt
-from .scheduler import Job
+from .job import Job
 
 __all__ = ["RequestHandle"]
 
@@ -56,7 +56,7 @@ class RequestHandle:
             except Empty:
                 if not self._thread.alive:
                     self._done = True
-                    yield Error(self._thread._dead_message(), "server_error")
+                    yield Error(self._thread.dead_message, "server_error")
                 continue
             if type(event) is Finished or type(event) is Error:
                 self._done = True

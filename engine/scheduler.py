@@ -14,10 +14,8 @@ Engine-thread only: nothing here is touched from another thread except a job's c
 from __future__ import annotations
 
 import logging
-import threading
 from collections import deque
-from dataclasses import dataclass, field
-from queue import SimpleQueue
+from dataclasses import dataclass
 
 import mlx.core as mx
 from mlx.utils import tree_flatten
@@ -28,12 +26,12 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from ._config import EngineConfig
 from .admission import GenerationRequest
 from .events import Error, PrefillProgress
+from .job import Job
 from .prompt_cache import PromptCache
-from .rendering import RenderedPrompt
 from .reply_stream import ReplyStream
 from .single_stream import Cancelled, SingleStream
 
-__all__ = ["Job", "Scheduler", "default_prefill_step_size"]
+__all__ = ["Scheduler", "default_prefill_step_size"]
 
 log = logging.getLogger(__name__)
 
@@ -59,18 +57,6 @@ def default_prefill_step_size(model) -> int:
     return _CPU_FLOAT32_PREFILL_STEP if dtypes <= {mx.float32} else _CPU_SLOW_PREFILL_STEP
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
-    """A rendered request on its way to the engine thread."""
-
-    request_id: str
-    request: GenerationRequest
-    prompt: RenderedPrompt
-    out: SimpleQueue
-    """Where the request's events go; the caller's handle reads it."""
-    cancel: threading.Event = field(default_factory=threading.Event)
-
-
 @dataclass(slots=True)
 class _Active:
     job: Job
@@ -83,11 +69,10 @@ class Scheduler:
     """Feeds jobs to a ``BatchGenerator`` and routes its output (see module docstring)."""
 
     def __init__(self, model, tokenizer, config: EngineConfig, cache: PromptCache,
-                 filter_class, on_done, *, draft_model=None):
+                 on_done, *, draft_model=None):
         self.tokenizer = tokenizer
         self.config = config
         self.cache = cache
-        self.filter_class = filter_class
         self.on_done = on_done
         """Called with (job, reply) when a request leaves the batch (for traces)."""
         self.model = model
@@ -96,6 +81,8 @@ class Scheduler:
         """Jobs queued behind the speculative single stream (draft model only)."""
         self.stream = mx.default_stream(mx.default_device())
         self.single: SingleStream | None = None
+        self._single_active: _Active | None = None
+        """The single stream's job and reply (None when no request runs alone)."""
         # The fast path hands a request over to the batch by trimming its cache, so it is
         # only taken when the model's caches can be trimmed (not rotating/sliding-window).
         self._single_ok = config.max_kv_size is None and can_trim_prompt_cache(
@@ -175,8 +162,7 @@ class Scheduler:
 
     def _start(self, job: Job, alone: bool) -> None:
         request, prompt = job.request, job.prompt
-        reply = ReplyStream(job.request_id, request, prompt, self.tokenizer, job.out,
-                            self.filter_class)
+        reply = ReplyStream(job.request_id, request, prompt, self.tokenizer, job.out)
         if job.cancel.is_set():
             reply.start(0)
             reply.finish("cancelled")
@@ -198,8 +184,9 @@ class Scheduler:
                 cache = make_prompt_cache(self.model)
                 if draft is not None:
                     cache += make_prompt_cache(draft)
+            self._single_active = _Active(job, reply, [])
             self.single = SingleStream(
-                self.model, self.stream, _Active(job, reply, []), cache=cache, tokens=tokens,
+                self.model, self.stream, job, cache=cache, tokens=tokens,
                 cached=cached, sampler=self._sampler(request),
                 processors=self._processors(request), stop_sequences=self._stops(request.stop),
                 prefill_step_size=self.prefill_step_size,
@@ -224,7 +211,7 @@ class Scheduler:
 
     def _move_single_to_batch(self) -> None:
         single, self.single = self.single, None
-        a = single.active
+        a, self._single_active = self._single_active, None
         cache, tokens, rest = single.detach()
         (uid,) = self.batch.insert_segments(
             segments=[[rest]],
@@ -238,8 +225,7 @@ class Scheduler:
         self.active[uid] = a
 
     def _step_single(self) -> None:
-        single = self.single
-        a = single.active
+        single, a = self.single, self._single_active
         try:
             if a.job.cancel.is_set():
                 reason = "cancelled"
@@ -257,11 +243,11 @@ class Scheduler:
             tokens, cache = single.finished_cache()
             self.cache.insert(tokens, cache, kind="assistant",
                               template_args=a.job.request.chat_template_kwargs)
-            self.single = None
+            self.single = self._single_active = None
             a.reply.finish(reason, accepted_draft_tokens=single.accepted_draft_tokens)
         except Exception as e:  # one request's failure must not take the engine down
             log.exception("request %s failed", a.job.request_id)
-            self.single = None
+            self.single = self._single_active = None
             a.reply.fail(f"Generation failed: {e}")
         self.on_done(a.job, a.reply)
 
@@ -355,8 +341,8 @@ class Scheduler:
     # -- shutdown ----------------------------------------------------------------------------
     def fail_all(self, message: str, type: str = "server_error") -> None:
         if self.single is not None:
-            self.single.active.reply.fail(message, type)
-            self.single = None
+            self._single_active.reply.fail(message, type)
+            self.single = self._single_active = None
         for a in self.active.values():
             a.reply.fail(message, type)
         self.active.clear()

@@ -23,6 +23,7 @@ from mlx_lm.generate import generate_step, speculative_generate_step
 from mlx_lm.models.cache import trim_prompt_cache
 
 from .events import PrefillProgress
+from .job import Job
 
 __all__ = ["Cancelled", "SingleStream"]
 
@@ -34,11 +35,11 @@ class Cancelled(Exception):
 class SingleStream:
     """One request's prefill and decode (engine thread only)."""
 
-    def __init__(self, model, stream, active, *, cache, tokens: list[int], cached: int,
+    def __init__(self, model, stream, job: Job, *, cache, tokens: list[int], cached: int,
                  sampler, processors, stop_sequences, prefill_step_size: int,
                  draft_model=None, num_draft_tokens: int = 0):
-        self.active = active
-        self.request = active.job.request
+        self.job = job
+        self.request = job.request
         self.cache = cache
         self.tokens = list(tokens)
         """Prompt and generated tokens so far."""
@@ -51,7 +52,7 @@ class SingleStream:
         """Generated tokens the draft proposed and the model kept; None without a draft."""
         self._draft_model = draft_model
         self._stream = stream
-        out, cancel = active.job.out, active.job.cancel
+        out, cancel = job.out, job.cancel
 
         def progress(done: int, total: int) -> None:
             # Called after each chunk is evaluated (and once before the first): the cache
@@ -87,7 +88,7 @@ class SingleStream:
             token, logprobs, from_draft = next(self._steps)
         else:
             token, logprobs = next(self._steps)
-        if self.active.job.cancel.is_set():
+        if self.job.cancel.is_set():
             raise Cancelled
         if self._speculative:
             self.accepted_draft_tokens += from_draft
