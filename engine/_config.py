@@ -42,7 +42,12 @@ DEFAULT_PROMPT_CACHE_BYTES = 1 << 30
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    """Everything an engine needs to load a model and serve it."""
+    """Everything an engine needs to load a model and serve it, checked once when built.
+
+    ``None`` for an option that has a default means "the default", so a front end can pass
+    what its user left unset as it is (``%load_model`` flags, CLI arguments) without
+    filtering. Raises ``EngineError`` naming the fix for a bad combination or value.
+    """
 
     model_spec: str | None = None
     """Model store spec or mlx-lm model directory; None means the store's default."""
@@ -77,8 +82,44 @@ class EngineConfig:
     reasoning_field: str = "reasoning"
     """Message key for reasoning text in responses: ``reasoning`` or ``reasoning_content``."""
 
+    def __post_init__(self) -> None:
+        # Frozen: normalize through object.__setattr__, once, here.
+        def set_(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        for name in ("model_spec", "adapter_path", "draft_model"):
+            value = getattr(self, name)
+            set_(name, None if value is None else str(value))
+        set_("dtype", "auto" if self.dtype is None else self.dtype)
+        set_("chat_template_args", dict(self.chat_template_args or {}))
+        set_("default_sampling", dict(self.default_sampling or {}))
+        set_("prompt_cache_bytes", DEFAULT_PROMPT_CACHE_BYTES if self.prompt_cache_bytes is None
+             else int(self.prompt_cache_bytes))
+        _check(self)
+
     def sampling_default(self, name: str) -> Any:
         """The engine-wide default for body option ``name``."""
         if name in self.default_sampling:
             return self.default_sampling[name]
         return SAMPLING_DEFAULTS.get(name)
+
+
+def _check(config: EngineConfig) -> None:
+    from .dtype_policy import DTYPES
+    from .errors import EngineError
+
+    if config.draft_model is not None and config.max_kv_size is not None:
+        raise EngineError(
+            "draft_model cannot be combined with max_kv_size: speculative decoding cuts "
+            "rejected draft tokens back out of the KV cache, which a rotating cache cannot do."
+        )
+    if config.reasoning_field not in ("reasoning", "reasoning_content"):
+        raise EngineError("reasoning_field must be 'reasoning' or 'reasoning_content'.")
+    if config.dtype not in DTYPES:
+        raise EngineError(f"Unknown dtype {config.dtype!r}: use one of {', '.join(DTYPES)}.")
+    unknown = set(config.default_sampling) - set(SAMPLING_DEFAULTS)
+    if unknown:
+        raise EngineError(
+            f"Unknown default_sampling option(s) {', '.join(sorted(unknown))}; use "
+            f"{', '.join(SAMPLING_DEFAULTS)}."
+        )

@@ -19,10 +19,10 @@ from typing import Any, Iterator, Mapping
 import mlx.core as mx
 
 from . import responses
-from ._config import DEFAULT_PROMPT_CACHE_BYTES, SAMPLING_DEFAULTS, EngineConfig
+from ._config import EngineConfig
 from .admission import GenerationRequest, admit
 from .engine_thread import EngineThread
-from .dtype_policy import DTYPES, DtypeChoice, accelerator, apply_dtype, choose_dtype
+from .dtype_policy import DtypeChoice, accelerator, apply_dtype, choose_dtype
 from .errors import EngineDeadError, EngineError, EngineRequestError
 from .inspection import Inspection, request_options
 from .model_info import ModelInfo, WeightsSummary, describe_weights
@@ -58,53 +58,21 @@ class Engine:
     >>> engine.chat_completions({"messages": [{"role": "user", "content": "Hi"}]})
     """
 
-    def __init__(
-        self,
-        model_spec: str | None = None,
-        *,
-        prompt_cache_bytes: int = DEFAULT_PROMPT_CACHE_BYTES,
-        max_kv_size: int | None = None,
-        adapter_path: str | None = None,
-        draft_model: str | None = None,
-        chat_template: str | None = None,
-        chat_template_args: Mapping[str, Any] | None = None,
-        default_sampling: Mapping[str, Any] | None = None,
-        dtype: str = "auto",
-        progress: bool = True,
-        reasoning_field: str = "reasoning",
-        decode_concurrency: int = 32,
-        prefill_step_size: int | None = None,
-    ):
-        if draft_model is not None and max_kv_size is not None:
-            raise EngineError(
-                "draft_model cannot be combined with max_kv_size: speculative decoding cuts "
-                "rejected draft tokens back out of the KV cache, which a rotating cache cannot do."
-            )
-        if reasoning_field not in ("reasoning", "reasoning_content"):
-            raise EngineError("reasoning_field must be 'reasoning' or 'reasoning_content'.")
-        if dtype not in DTYPES:
-            raise EngineError(f"Unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}.")
-        self.config = EngineConfig(
-            model_spec=None if model_spec is None else str(model_spec),
-            dtype=dtype,
-            progress=progress,
-            adapter_path=None if adapter_path is None else str(adapter_path),
-            draft_model=None if draft_model is None else str(draft_model),
-            chat_template=chat_template,
-            chat_template_args=dict(chat_template_args or {}),
-            default_sampling=dict(default_sampling or {}),
-            prompt_cache_bytes=int(prompt_cache_bytes),
-            max_kv_size=max_kv_size,
-            reasoning_field=reasoning_field,
-            decode_concurrency=decode_concurrency,
-            prefill_step_size=prefill_step_size,
-        )
-        unknown = set(self.config.default_sampling) - set(SAMPLING_DEFAULTS)
-        if unknown:
-            raise EngineError(
-                f"Unknown default_sampling option(s) {', '.join(sorted(unknown))}; use "
-                f"{', '.join(SAMPLING_DEFAULTS)}."
-            )
+    def __init__(self, model_spec: str | None = None, *, config: EngineConfig | None = None,
+                 **options: Any):
+        """Load ``model_spec`` with ``options`` (any ``EngineConfig`` field: ``dtype``,
+        ``draft_model``, ``prompt_cache_bytes``, ``default_sampling``, ...; None means the
+        default), or with a ready ``config``. Raises ``EngineError`` for a bad option
+        before anything loads."""
+        if config is None:
+            try:
+                config = EngineConfig(model_spec=model_spec, **options)
+            except TypeError as exc:  # an option EngineConfig does not have
+                raise EngineError(f"Engine() got {exc}; see EngineConfig for the options.") from None
+        elif options or model_spec is not None:
+            raise EngineError("Pass either config=EngineConfig(...) or the model and its "
+                              "options, not both.")
+        self.config = config
         # Check default_sampling the way a request body is checked, before loading anything.
         admit({"prompt": ""}, kind="completion", config=self.config)  # raises on bad values
         self._thread = EngineThread(self.config)

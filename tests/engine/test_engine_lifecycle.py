@@ -204,3 +204,23 @@ def test_a_reply_reports_its_own_peak_memory_not_an_earlier_models(smollm2_path,
     smollm2_peak, tiny_peak = map(int, done.stdout.split())
     assert smollm2_peak > 100 << 20  # SmolLM2's float32 weights alone are ~540 MB
     assert 0 < tiny_peak < smollm2_peak / 10
+
+
+def test_an_engine_takes_a_config_checked_once_where_none_means_the_default(tiny_reasoner_path):
+    from mlx_notebook.engine import EngineConfig, EngineError
+    from mlx_notebook.engine._config import DEFAULT_PROMPT_CACHE_BYTES
+
+    config = EngineConfig(model_spec=tiny_reasoner_path, progress=False, dtype=None,
+                          prompt_cache_bytes=None, default_sampling=None, draft_model=None)
+    assert (config.model_spec, config.dtype, config.prompt_cache_bytes, config.default_sampling) == (
+        str(tiny_reasoner_path), "auto", DEFAULT_PROMPT_CACHE_BYTES, {})
+    with Engine(config=config) as engine:
+        assert engine.config is config
+        assert engine.chat_completions({"messages": [{"role": "user", "content": "hi"}],
+                                        "max_tokens": 1})["usage"]["completion_tokens"] == 1
+    with pytest.raises(EngineError, match="either config=EngineConfig"):
+        Engine(str(tiny_reasoner_path), config=config)
+    with pytest.raises(EngineError, match="draft_model cannot be combined with max_kv_size"):
+        EngineConfig(draft_model="d", max_kv_size=64)
+    with pytest.raises(EngineError, match="Engine\\(\\) got .*'dtyp'"):
+        Engine(str(tiny_reasoner_path), dtyp="float32")
