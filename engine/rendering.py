@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ._upstream import role_mapping_prompt
 from .admission import GenerationRequest
 from .errors import EngineRequestError
 
@@ -45,9 +46,7 @@ class RenderedPrompt:
 
 def _role_mapping_prompt(messages, role_mapping) -> str:
     # mlx_lm.server's convert_chat, for tokenizers without a chat template.
-    from mlx_lm.server import convert_chat
-
-    return convert_chat([dict(m) for m in messages], role_mapping)
+    return role_mapping_prompt([dict(m) for m in messages], role_mapping)
 
 
 def _template_messages(request: GenerationRequest) -> list[dict]:

@@ -9,11 +9,11 @@ and the ``object`` of the final usage chunk (``chat.completion.chunk``/``text_co
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from . import _upstream
 from .admission import GenerationRequest
 from .errors import EngineRequestError
 from .events import (
@@ -26,11 +26,9 @@ __all__ = [
 ]
 
 
-@functools.cache
 def system_fingerprint() -> str:
-    from mlx_lm.server import get_system_fingerprint
-
-    return get_system_fingerprint()
+    """mlx_lm.server's fingerprint, so both report the same value."""
+    return _upstream.system_fingerprint()
 
 
 @dataclass(slots=True)

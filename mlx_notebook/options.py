@@ -17,6 +17,8 @@ from typing import Any, Callable
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, argument_group
 
+from ._upstream import option_destinations
+
 __all__ = [
     "sampling_arguments",
     "output_arguments",
@@ -187,4 +189,4 @@ def config_fragment(key: str, value: str) -> str:
 
 def config_keys(func: Callable) -> set[str]:
     """The ``%mlx config`` keys: every flag of ``func`` (``%%chat``) but the one-cell ``--new``."""
-    return {action.dest for action in func.parser._actions if action.dest != "new"}
+    return option_destinations(func.parser) - {"new"}

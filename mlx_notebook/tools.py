@@ -21,6 +21,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from ._upstream import UnsupportedHint, google_docstring, json_schema_of_hint
+
 __all__ = ["Tool", "ToolError", "tool", "make_tool", "registered_tools", "unregister_tools",
            "resolve_tools", "call_tool", "ask_before_running"]
 
@@ -64,11 +66,8 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
     name = name or getattr(function, "__name__", None)
     if not name or not name.isidentifier():
         raise ToolError(f"{function!r} has no usable name; pass tool(name='...').")
-    # Imported here: transformers takes seconds to import, and %load_ext should not wait.
-    from transformers.utils.chat_template_utils import parse_google_format_docstring
-
     doc = inspect.getdoc(function) or ""
-    summary, google_args, _ = parse_google_format_docstring(doc) if doc else (None, {}, None)
+    summary, google_args, _ = google_docstring(doc) if doc else (None, {}, None)
     param_docs = {**dict(_SPHINX_PARAM.findall(doc)), **(google_args or {})}
     if summary:
         summary = summary.split(":param")[0].strip()
@@ -81,8 +80,6 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
 
 
 def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict) -> dict:
-    from transformers.utils.chat_template_utils import TypeHintParsingException, _parse_type_hint
-
     signature = inspect.signature(function)
     try:
         hints = typing.get_type_hints(function)
@@ -99,8 +96,8 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
         schema: dict[str, Any] = {}
         if parameter.name in hints:
             try:
-                schema = dict(_parse_type_hint(hints[parameter.name]))
-            except TypeHintParsingException:
+                schema = json_schema_of_hint(hints[parameter.name])
+            except UnsupportedHint:
                 raise ToolError(
                     f"Parameter '{parameter.name}' of tool '{name}' has type "
                     f"{_hint_name(hints[parameter.name])}, which has no JSON form; use str, int, "
