@@ -143,6 +143,10 @@ class EngineThread:
             raise call.result
         return call.result
 
+    def call_soon(self, fn: Callable[[], Any]) -> None:
+        """Queue ``fn`` to run on the engine thread after what is queued now; do not wait."""
+        self.inbox.put(_Call(fn))
+
     def crash(self, message: str = "engine thread crashed on purpose") -> None:
         """Make the engine thread fail as if MLX raised (used by tests of the failure path)."""
         self.inbox.put(_Crash(message))

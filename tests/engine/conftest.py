@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 import pytest
 
 from mlx_notebook.engine import Engine
@@ -17,6 +20,30 @@ def _script_body(name: str, **extra) -> dict:
         if key in script:
             body[key] = script[key]
     return {**body, **extra}
+
+
+@contextmanager
+def _engine_thread_held(engine):
+    """The engine thread waits inside a call until the block ends, so whatever is submitted
+    or queued meanwhile is taken in one pass, in order (no sleeps: it signals when it waits)."""
+    waiting, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        waiting.set()
+        release.wait(60)
+
+    engine._thread.call_soon(hold)
+    assert waiting.wait(60), "the engine thread never reached the hold"
+    try:
+        yield
+    finally:
+        release.set()
+
+
+@pytest.fixture
+def engine_thread_held():
+    """``with engine_thread_held(engine): ...`` holds that engine's thread for the block."""
+    return _engine_thread_held
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,6 @@ The assertions count events, not seconds.
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
 
 from mlx_notebook.engine import (
@@ -73,22 +70,16 @@ def test_cancel_while_the_prompt_is_read_stops_within_a_chunk_on_the_single_stre
     assert warm == _greedy(smollm2_engine, body)[0]
 
 
-def _submit_together(engine, bodies) -> list:
+def _submit_together(engine, bodies, held) -> list:
     """Submit ``bodies`` while the engine thread is held, so one pass schedules them all."""
-    hold = threading.Event()
-    blocker = threading.Thread(target=engine._thread.call, args=(hold.wait,))
-    blocker.start()
-    time.sleep(0.2)
-    handles = [engine.submit(b) for b in bodies]
-    hold.set()
-    blocker.join(10)
-    return handles
+    with held(engine):
+        return [engine.submit(b) for b in bodies]
 
 
-def test_cancel_while_the_prompt_is_read_stops_within_a_chunk_on_the_batch(smollm2_engine):
+def test_cancel_while_the_prompt_is_read_stops_within_a_chunk_on_the_batch(smollm2_engine, engine_thread_held):
     smollm2_engine.clear_prompt_cache()
     stopped_body, other_body = _long_body("the harbour"), _long_body("the lighthouse")
-    stopped, other = _submit_together(smollm2_engine, [stopped_body, other_body])
+    stopped, other = _submit_together(smollm2_engine, [stopped_body, other_body], engine_thread_held)
     events, after = _cancel_at_first_progress(stopped)
     _assert_stopped_while_reading(events, after)
     text = "".join(e.text for e in other.events() if isinstance(e, ContentDelta))

@@ -73,31 +73,24 @@ def test_cancel_stops_within_a_decode_step_and_the_next_request_works(
     assert r["choices"][0]["message"]["content"] == "\n\n17 + 25 = 42."
 
 
-def _cancelled_after_scheduling_before_prefill(engine, body) -> list:
+def _cancelled_after_scheduling_before_prefill(engine, body, held) -> list:
     """Submit ``body`` and cancel it on the engine thread right after it is scheduled."""
-    hold = threading.Event()
-    blocker = threading.Thread(target=engine._thread.call, args=(hold.wait,))
-    blocker.start()  # the engine thread waits inside this call; the inbox fills behind it
-    time.sleep(0.2)
-    handle = engine.submit(body)
-    canceller = threading.Thread(target=engine._thread.call, args=(handle.cancel,))
-    canceller.start()
-    time.sleep(0.2)
-    hold.set()  # now the job is scheduled and cancelled in one pass, before any step runs
-    blocker.join(10), canceller.join(10)
-    return list(handle.events())
+    with held(engine):  # the job and its cancel queue up behind the hold, in this order
+        handle = engine.submit(body)
+        engine._thread.call_soon(handle.cancel)
+    return list(handle.events())  # scheduled and cancelled in one pass, before any step runs
 
 
 @pytest.mark.parametrize("engine_fixture", ["tiny_engine", "drafting_tiny_engine"])
 def test_a_request_cancelled_before_its_prefill_leaves_no_false_cache_entry(
-        engine_fixture, request, script_body):
+        engine_fixture, request, script_body, engine_thread_held):
     engine = request.getfixturevalue(engine_fixture)
     first = script_body("reason_then_answer")
     engine.clear_prompt_cache()
     reply = engine.chat_completions(first)["choices"][0]["message"]
     follow = {**first, "messages": [*first["messages"], reply,
                                     {"role": "user", "content": "Double it."}]}
-    events = _cancelled_after_scheduling_before_prefill(engine, follow)
+    events = _cancelled_after_scheduling_before_prefill(engine, follow, engine_thread_held)
     assert isinstance(events[-1], Finished) and events[-1].reason == "cancelled"
     started = events[0]
     # Only what the first turn computed can be reused: the cancelled prefill added nothing.
