@@ -1,4 +1,5 @@
-"""Session fixtures shared by every test folder: the two offline models, resolved once.
+"""Session fixtures shared by every test folder: the two offline models, resolved once, and
+the tiny reasoner's scripted conversations (``scripts``, ``script_body``), loaded one way.
 
 Model-backed tests use the real SmolLM2 (imported as float32: with OpenBLAS preloaded by
 ``tests/run.sh`` that is the fast path on Linux CPUs) and the tiny reasoner. Both live in the
@@ -12,6 +13,18 @@ from pathlib import Path
 import pytest
 
 from mlx_notebook.engine.model_store import resolve_model
+from mlx_notebook.engine.tiny_reasoner import load_scripts
+
+SCRIPTS = {script["name"]: script for script in load_scripts()}
+
+
+def _script_body(name: str, **extra) -> dict:
+    script = SCRIPTS[name]
+    body = {"messages": script["messages"], "max_tokens": 200}
+    for key in ("tools", "chat_template_kwargs"):
+        if key in script:
+            body[key] = script[key]
+    return {**body, **extra}
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +41,15 @@ def smollm2_4bit_path() -> Path:
 @pytest.fixture(scope="session")
 def tiny_reasoner_path() -> Path:
     return resolve_model("tiny-reasoner", progress=False)
+
+
+@pytest.fixture(scope="session")
+def scripts():
+    """The tiny reasoner's scripted conversations by name."""
+    return SCRIPTS
+
+
+@pytest.fixture(scope="session")
+def script_body():
+    """``script_body(name, **extra)``: a chat body replaying a scripted conversation."""
+    return _script_body

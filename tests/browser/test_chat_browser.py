@@ -279,11 +279,10 @@ def test_smollm2_chat_streams_answer_and_follow_up_shows_cached_tokens(notebook_
 # The tool exactly as the tiny reasoner's scripts offer it (it only knows its scripts' prompts),
 # answering with the scripted result.
 WEATHER_TOOL = '''import json
-from importlib.resources import files
 from mlx_notebook import tool
+from mlx_notebook.engine.tiny_reasoner import load_scripts
 
-scripts = json.loads(files("mlx_notebook.engine.tiny_reasoner").joinpath("scripts.json").read_text())
-script = next(s for s in scripts if s["name"] == "answer_from_tool_result")
+script = next(s for s in load_scripts() if s["name"] == "answer_from_tool_result")
 scripted_result = json.loads(script["messages"][-1]["content"])
 
 @tool(description=script["tools"][0]["function"]["description"])

@@ -8,18 +8,6 @@ from contextlib import contextmanager
 import pytest
 
 from mlx_notebook.engine import Engine
-from mlx_notebook.engine.tiny_reasoner import load_scripts
-
-SCRIPTS = {script["name"]: script for script in load_scripts()}
-
-
-def _script_body(name: str, **extra) -> dict:
-    script = SCRIPTS[name]
-    body = {"messages": script["messages"], "max_tokens": 200}
-    for key in ("tools", "chat_template_kwargs"):
-        if key in script:
-            body[key] = script[key]
-    return {**body, **extra}
 
 
 @contextmanager
@@ -44,18 +32,6 @@ def _engine_thread_held(engine):
 def engine_thread_held():
     """``with engine_thread_held(engine): ...`` holds that engine's thread for the block."""
     return _engine_thread_held
-
-
-@pytest.fixture(scope="session")
-def scripts():
-    """The tiny reasoner's scripted conversations by name."""
-    return SCRIPTS
-
-
-@pytest.fixture(scope="session")
-def script_body():
-    """``script_body(name, **extra)``: a chat body replaying a scripted conversation."""
-    return _script_body
 
 
 @pytest.fixture(scope="session")
