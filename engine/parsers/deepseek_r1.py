@@ -11,8 +11,9 @@ arguments in a fenced JSON block::
 
 V3.1 and later drop the type and the fence: ``<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>
 {"city": "Paris"}<｜tool▁call▁end｜>``. Written as a scanner over the markers (no regex),
-raising ValueError when the block is cut off or holds no call; a single call whose arguments
-are not a JSON object comes back as ``{"problem": raw, "message": ...}`` among the others.
+raising ValueError when the block is cut off or holds no call; a single call that does not
+read comes back as ``{"problem": raw, "message": ...}`` among the others. Whether arguments
+are an object is checked once for every parser, in ``parsing._tool_calls``.
 """
 
 from __future__ import annotations
@@ -70,10 +71,7 @@ def _parse_call(call: str) -> dict[str, Any]:
     name = name.strip()
     if not name:
         raise ValueError("a DeepSeek tool call has no function name")
-    arguments = json.loads(args) if args.strip() else {}
-    if not isinstance(arguments, dict):
-        raise ValueError(f"the arguments of {name!r} are not a JSON object")  # noqa: TRY004
-    return {"name": name, "arguments": arguments}
+    return {"name": name, "arguments": json.loads(args) if args.strip() else {}}
 
 
 def _unfence(args: str) -> str:

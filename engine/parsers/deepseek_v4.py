@@ -15,7 +15,8 @@ A block as the model writes it (the markers use FULLWIDTH VERTICAL LINE U+FF5C):
     </｜DSML｜tool_calls>
 
 ``string="true"`` values are raw text, kept verbatim (quotes, ``<``/``>``, JSON-looking text,
-newlines, surrounding spaces); ``string="false"`` values are JSON. When the request's tool
+newlines, surrounding spaces); ``string="false"`` values are JSON, and one that is not JSON
+is kept as its raw text rather than failing the call. When the request's tool
 schema types a parameter, the schema decides instead (vLLM's rule): ``42`` for an integer even
 if marked ``string="true"``, a bare word for a string even if marked ``string="false"``, and a
 lone ``arguments``/``input`` wrapper around the real parameters is undone. Facts matched against:
@@ -35,11 +36,21 @@ import json
 import math
 from typing import Any
 
-__all__ = ["DSML_TOKEN", "parse_tool_call", "tool_call_end", "tool_call_start"]
+__all__ = [
+    "DSML_TOKEN",
+    "function_calls_end",
+    "function_calls_start",
+    "parse_tool_call",
+    "tool_call_end",
+    "tool_call_start",
+]
 
 DSML_TOKEN = "｜DSML｜"
 tool_call_start = f"<{DSML_TOKEN}tool_calls>"
 tool_call_end = f"</{DSML_TOKEN}tool_calls>"
+# DeepSeek-V3.2 writes the same grammar in a block of another name.
+function_calls_start = f"<{DSML_TOKEN}function_calls>"
+function_calls_end = f"</{DSML_TOKEN}function_calls>"
 
 _INVOKE_OPEN = f"<{DSML_TOKEN}invoke"
 _INVOKE_CLOSE = f"</{DSML_TOKEN}invoke>"
@@ -53,8 +64,8 @@ def parse_tool_call(text: str, tools: list | None = None) -> list[dict[str, Any]
 
     ``text`` is what lies between the block markers (the markers themselves are tolerated).
     ``tools`` (OpenAI tool schemas, optional) type the parameters they declare.
-    Raises ValueError with one sentence when the markup is malformed or cut off, or when a
-    ``string="false"`` value of an untyped parameter is not JSON.
+    Raises ValueError with one sentence when the markup is malformed or cut off; a
+    ``string="false"`` value that is not JSON is kept as the string the model wrote.
     """
     body = _strip_block_markers(text)
     calls: list[dict[str, Any]] = []
@@ -182,13 +193,9 @@ def _decode_value(
     try:
         return json.loads(raw)
     except json.JSONDecodeError:
-        if string is None:
-            # No attribute at all: a bare word is most likely a string the model left unmarked.
-            return raw
-        raise ValueError(
-            f'DSML tool call {tool!r}: parameter {key!r} is marked string="false" '
-            f"but {_excerpt(raw, 0)!r} is not JSON."
-        ) from None
+        # Marked JSON (or unmarked) but not JSON: the model's text is still its value, and
+        # one bad value must not sink the call (the reference and vLLM keep the raw string).
+        return raw
 
 
 def _coerce_by_schema(value: str, types: set[str]) -> Any:

@@ -16,13 +16,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["parse_tool_call", "read_calls", "tool_call_end", "tool_call_start"]
+__all__ = [
+    "bare_call_start",
+    "parse_tool_call",
+    "read_calls",
+    "think_end",
+    "think_label",
+    "think_start",
+    "tool_call_end",
+    "tool_call_start",
+    "turn_end",
+]
 
 tool_call_start = "<|tool_call>"
 tool_call_end = "<tool_call|>"
+turn_end = "<turn|>"  # sometimes closes a call instead of ``tool_call_end``
+bare_call_start = "call:"  # a call written without ``tool_call_start`` (right after a thought)
+think_start = "<|channel>"  # the thought channel, anywhere in a reply
+think_end = "<channel|>"
+think_label = "thought\n"  # written right after ``think_start``; not part of the thought
 
 _QUOTE = '<|"|>'
-_CALL = "call:"
 
 
 def parse_tool_call(text: str, tools: Any | None = None):
@@ -36,17 +50,17 @@ def parse_tool_call(text: str, tools: Any | None = None):
 def read_calls(body: str, quote: str) -> list[dict[str, Any]]:
     """Every ``call:name{...}`` in ``body``, strings delimited by ``quote`` on both sides."""
     calls = []
-    pos = body.find(_CALL)
+    pos = body.find(bare_call_start)
     while pos != -1:
         brace = body.find("{", pos)
         if brace == -1:
             raise ValueError(f"call {body[pos:pos + 40]!r} has no arguments")
-        name = body[pos + len(_CALL): brace].strip()
+        name = body[pos + len(bare_call_start): brace].strip()
         if not name:
             raise ValueError("a call has no function name")
         arguments, end = _Reader(body, quote).object(brace)
         calls.append({"name": name, "arguments": arguments})
-        pos = body.find(_CALL, end)
+        pos = body.find(bare_call_start, end)
     if not calls:
         raise ValueError("No function provided.")
     return calls

@@ -18,10 +18,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
+__all__ = [
+    "parse_tool_call",
+    "singular_tool_call_end",
+    "singular_tool_call_start",
+    "tool_call_end",
+    "tool_call_start",
+]
 
 tool_call_start = "<|tool_calls_section_begin|>"
 tool_call_end = "<|tool_calls_section_end|>"
+# Kimi K2 sometimes writes the section markers in the singular.
+singular_tool_call_start = "<|tool_call_section_begin|>"
+singular_tool_call_end = "<|tool_call_section_end|>"
 
 _BEGIN, _END, _ARGS = "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"
 
@@ -57,6 +66,4 @@ def _parse_call(call: str) -> dict[str, Any]:
         arguments = json.loads(args) if args.strip() else {}
     except json.JSONDecodeError as exc:
         raise ValueError(f"the arguments of {name!r} are not valid JSON: {exc}") from None
-    if not isinstance(arguments, dict):
-        raise ValueError(f"the arguments of {name!r} are not a JSON object")  # noqa: TRY004
     return {"id": call_id, "name": name, "arguments": arguments}

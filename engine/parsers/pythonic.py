@@ -4,8 +4,8 @@ LFM2 wraps the list in ``<|tool_call_start|>``/``<|tool_call_end|>``, Llama 4 in
 ``<|python_start|>``/``<|python_end|>``, and Llama 3.2 writes it bare. mlx-lm's ``pythonic``
 parser evaluates the whole list at once, so one bad call sinks its siblings, and models'
 near-Python (raw newlines or same-style quotes inside strings, ``07``, sets) fails outright.
-Here the list is split into calls by a quote-aware scanner and each call is read with
-``ast`` on its own; a call that does not read as Python is repaired once (escape raw
+Here the list is split into calls by a quote-aware scanner (at call boundaries when a stray
+quote or bracket never balances) and each call is read with ``ast`` on its own; a call that does not read as Python is repaired once (escape raw
 newlines and NULs, treat a quote that is not followed by ``,)]}:`` as text, drop leading
 zeros) and otherwise becomes a problem, ``{"problem": source, "message": ...}``.
 """
@@ -14,14 +14,30 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from typing import Any
 
-__all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
+from ._brackets import BracketScanner
 
-tool_call_start = "<|tool_call_start|>"
+__all__ = [
+    "list_start",
+    "parse_tool_call",
+    "python_end",
+    "python_start",
+    "tool_call_end",
+    "tool_call_start",
+]
+
+tool_call_start = "<|tool_call_start|>"  # LFM2
 tool_call_end = "<|tool_call_end|>"
+python_start = "<|python_start|>"  # Llama 4
+python_end = "<|python_end|>"
+list_start = "["  # Llama 3.2's bare list, only at the very start of a reply
 
-_MARKERS = (tool_call_start, tool_call_end, "<|python_start|>", "<|python_end|>")
+_MARKERS = (tool_call_start, tool_call_end, python_start, python_end)
+# Where one call ends and the next begins ("), name("), for a list whose quotes or brackets
+# do not balance: one call's stray quote must not swallow the calls after it.
+_CALL_BOUNDARY = re.compile(r"\)\s*,\s*(?=[A-Za-z_][\w.]*\s*\()")
 _JSON_NAMES = {"true": True, "false": False, "null": None}
 
 
@@ -47,27 +63,31 @@ def parse_tool_call(text: str, tools: Any | None = None) -> list[dict[str, Any]]
 
 
 def _split_calls(inner: str) -> list[str]:
-    """Top-level comma-separated items of the list, respecting brackets and strings."""
-    items, depth, quote, escape, begin = [], 0, "", False, 0
-    for i, ch in enumerate(inner):
-        if quote:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append(inner[begin:i])
-            begin = i + 1
+    """Top-level comma-separated items of the list, respecting brackets and strings.
+
+    When the quotes or brackets never balance (a call with a stray quote), the list is cut
+    at call boundaries instead, so the broken call fails alone and its siblings still parse.
+    """
+    scanner, items, begin, pos = BracketScanner(quotes="'\""), [], 0, 0
+    while (stop := scanner.scan(inner, pos, separators=",")) != -1:
+        if inner[stop] == ",":
+            items.append(inner[begin:stop])
+            begin = stop + 1
+        pos = stop + 1
     items.append(inner[begin:])
+    if not scanner.balanced:
+        items = [inner[a:b] for a, b in _call_spans(inner)]
     return [item.strip() for item in items if item.strip()]
+
+
+def _call_spans(inner: str) -> list[tuple[int, int]]:
+    """``(begin, end)`` of each call, cut after every ``)`` that a ``, name(`` follows."""
+    spans, begin = [], 0
+    for match in _CALL_BOUNDARY.finditer(inner):
+        spans.append((begin, match.start() + 1))
+        begin = match.end()
+    spans.append((begin, len(inner)))
+    return spans
 
 
 def _parse_call(source: str) -> dict[str, Any]:

@@ -11,14 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from . import json_tools, qwen3_coder
+from .json_tools import tool_call_end, tool_call_start
 
 __all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
 
-tool_call_start = "<tool_call>"
-tool_call_end = "</tool_call>"
-
 
 def parse_tool_call(text: str, tools: Any | None = None) -> Any:
-    if text.lstrip().startswith("<function="):
+    if text.lstrip().startswith(qwen3_coder.function_start):
         return qwen3_coder.parse_tool_call(text, tools)
     return json_tools.parse_tool_call(text, tools)

@@ -16,24 +16,26 @@ import ast
 import json
 from typing import Any
 
-__all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
+from .json_tools import tool_call_end, tool_call_start
 
-tool_call_start = "<tool_call>"
-tool_call_end = "</tool_call>"
+__all__ = ["function_end", "function_start", "parse_tool_call", "tool_call_end", "tool_call_start"]
 
-_FUNCTION, _FUNCTION_END = "<function=", "</function>"
+# The ``<tool_call>`` wrapper is Hermes's (``json_tools``); the model sometimes skips it and
+# writes the function element bare, so the element's own tags delimit a call too.
+function_start = "<function="
+function_end = "</function>"
 _PARAM, _PARAM_END = "<parameter=", "</parameter>"
 _STRING_TYPES = {"string", "str", "text", "varchar", "char", "enum"}
 
 
 def parse_tool_call(text: str, tools: Any | None = None):
     calls = []
-    pos = text.find(_FUNCTION)
+    pos = text.find(function_start)
     while pos != -1:
-        end = text.find(_FUNCTION_END, pos)
+        end = text.find(function_end, pos)
         stop = end if end != -1 else len(text)
-        calls.append(_parse_function(text[pos + len(_FUNCTION): stop], tools))
-        pos = text.find(_FUNCTION, stop)
+        calls.append(_parse_function(text[pos + len(function_start): stop], tools))
+        pos = text.find(function_start, stop)
     if not calls:
         raise ValueError("No function provided.")
     return calls[0] if len(calls) == 1 else calls
@@ -52,10 +54,7 @@ def _parse_function(body: str, tools: Any) -> dict[str, Any]:
     rest = body[close + 1:].strip()
     if pos == -1 and rest.startswith("{"):
         # Llama 3.1's ``<function=name>{json}</function>`` shares the opening tag.
-        decoded = json.loads(rest)
-        if not isinstance(decoded, dict):
-            raise ValueError(f"the arguments of {name!r} are not a JSON object")
-        return {"name": name, "arguments": decoded}
+        return {"name": name, "arguments": json.loads(rest)}
     while pos != -1:
         key_end = body.find(">", pos)
         if key_end == -1:

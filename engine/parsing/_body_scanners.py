@@ -3,10 +3,13 @@
 Mistral writes ``[TOOL_CALLS]name[ARGS]{...}`` (or the older ``[TOOL_CALLS][{...}]``) and then
 simply stops or goes on with text, so the end of a call is where its JSON value closes. A
 scanner reads the body one character at a time, keeping only a bracket depth and string
-flags, so streaming costs O(delta) per feed, never a re-parse of the whole body.
+flags, so streaming costs O(delta) per feed, never a re-parse of the whole body. The quote and
+bracket bookkeeping is ``parsers._brackets.BracketScanner``, shared with the pythonic parser.
 """
 
 from __future__ import annotations
+
+from ..parsers._brackets import BracketScanner
 
 __all__ = ["BareCallScanner", "JsonValueScanner", "make_scanner"]
 
@@ -21,45 +24,32 @@ class JsonValueScanner:
         s.feed('ris"} trailing')                  # -> 5 (chars of this feed in the call)
     """
 
-    __slots__ = ("_depth", "_escape", "_header", "_quotes", "_string")
+    __slots__ = ("_header", "_value")
 
     def __init__(self, quotes: str = '"', depth: int = 0) -> None:
-        self._depth = depth  # 1 when the opening bracket was the marker itself
-        self._string = ""  # the quote that opened the string being read, "" outside one
-        self._escape = False
+        # Only JSON's brackets count; ``depth`` is 1 when the opening bracket was the marker.
+        self._value = BracketScanner(quotes, depth=depth, opening="[{", closing="]}")
         self._header = False  # a name was read, so a later "[" is "[ARGS]", not a list
-        self._quotes = quotes
 
     def feed(self, text: str) -> int | None:
         """Consume ``text``; return how many of its characters complete the value, or None."""
-        depth, string, escape, header = self._depth, self._string, self._escape, self._header
-        quotes = self._quotes
-        for i, ch in enumerate(text):
-            if string:
-                if escape:
-                    escape = False
-                elif ch == "\\":
-                    escape = True
-                elif ch == string:
-                    string = ""
-            elif depth == 0:
-                # Before the value: a ``{`` starts it, and so does a ``[`` before any name
-                # (the older ``[TOOL_CALLS][{...}]`` list); other text is the header.
-                if ch == "{" or (ch == "[" and not header):
-                    depth = 1
-                elif not ch.isspace():
-                    header = True
-            elif ch in quotes:
-                string = ch
-            elif ch == "{" or ch == "[":
-                depth += 1
-            elif ch == "}" or ch == "]":
-                depth -= 1
-                if depth == 0:
-                    self._depth, self._string, self._escape, self._header = 0, "", False, False
-                    return i + 1
-        self._depth, self._string, self._escape, self._header = depth, string, escape, header
-        return None
+        value, start = self._value, 0
+        if value.depth == 0:
+            # Before the value: a ``{`` starts it, and so does a ``[`` before any name (the
+            # older ``[TOOL_CALLS][{...}]`` list); other text is the header.
+            for start, ch in enumerate(text, 1):
+                if ch == "{" or (ch == "[" and not self._header):
+                    value.depth = 1
+                    break
+                if not ch.isspace():
+                    self._header = True
+            else:
+                return None
+        stop = value.scan(text, start)
+        if stop == -1:
+            return None
+        self._header = False
+        return stop + 1
 
 
 class BareCallScanner:

@@ -4,6 +4,10 @@ A family is data, not code: the stream filter reads the markers from it and call
 parser (a module with mlx-lm's ``tool_parsers`` surface) on each complete call. Bodies are
 parsed by mlx-lm's own modules where it has the family (``mlx_lm.tool_parsers.<name>``) and by
 ours in ``mlx_notebook.engine.parsers`` where it has none or needs adapting.
+
+Marker strings live in the parser modules (``tool_call_start``/``tool_call_end``, and the
+extra markers a module names, like ``gemma4.turn_end``): the table below reads them from the
+module it selects by name, as mlx-lm does, so each marker is written once.
 """
 
 from __future__ import annotations
@@ -13,7 +17,20 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-__all__ = ["FAMILIES", "Family", "ToolMarker", "family_names", "get_family"]
+from .. import parsers
+from ..parsers import deepseek_v4, gemma4, kimi_k2, mistral, pythonic, qwen3_coder
+
+__all__ = [
+    "ALIASES",
+    "FAMILIES",
+    "THINK_TAGS",
+    "Family",
+    "ToolMarker",
+    "family_name",
+    "family_names",
+    "get_family",
+    "load_parser",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,122 +83,130 @@ class Family:
     thought), rather than content (what Hermes-style tool-call suites expect)."""
     think_anywhere: bool = False
     """The opening marker opens reasoning anywhere in content, not only at the start (Gemma 4
-    writes a thought channel between answer text)."""
+    writes a thought channel between answer text). Other families' later think blocks are
+    text: see ``StreamFilter``."""
+    call_gap_is_markup: bool = False
+    """Whitespace between two calls, and a closing marker right after a call whose opening
+    marker the model skipped, belong to the calls, not to content (Qwen3-Coder writes
+    ``<function=...>`` bare and then ``</tool_call>``, and puts newlines between parallel
+    ``<tool_call>`` blocks; vLLM's qwen3coder tests expect neither in content)."""
     reasoning_prefix: str | None = None
     """A label the model writes right after the opening marker (Gemma 4's ``thought\n``)."""
 
     def parser_module(self) -> ModuleType | None:
         if self.parser is None:
             return None
-        return _load_parser(self.parser)
+        return load_parser(self.parser)
 
 
 @functools.cache
-def _load_parser(name: str) -> ModuleType:
+def load_parser(name: str) -> ModuleType:
     """Our parser module ``name`` if we have one, else mlx-lm's (looked up once per name)."""
+    ours = f"{parsers.__name__}.{name}"
     try:
-        return importlib.import_module(f"mlx_notebook.engine.parsers.{name}")
+        return importlib.import_module(ours)
     except ModuleNotFoundError as exc:
-        if exc.name != f"mlx_notebook.engine.parsers.{name}":
+        if exc.name != ours:
             raise
     return importlib.import_module(f"mlx_lm.tool_parsers.{name}")
 
 
-_THINK = ("<think>", "</think>")
-_TOOL_CALL = ToolMarker("<tool_call>", "</tool_call>")
+THINK_TAGS = ("<think>", "</think>")
+"""The reasoning markers most families share (Qwen3, DeepSeek, Kimi, GLM, MiniMax...)."""
+
+
+def _calls(parser: str, **options) -> ToolMarker:
+    """The call markers parser module ``parser`` exports (``tool_call_start``/``_end``)."""
+    module = load_parser(parser)
+    return ToolMarker(module.tool_call_start, module.tool_call_end, **options)
+
 
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
         Family("plain"),
-        Family("qwen3", think=_THINK, tools=(_TOOL_CALL,), parser="qwen3"),
+        Family("qwen3", think=THINK_TAGS, tools=(_calls("qwen3"),), parser="qwen3"),
         Family(
             "deepseek_r1",
-            think=_THINK,
-            tools=(ToolMarker("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),),
+            think=THINK_TAGS,
+            tools=(_calls("deepseek_r1"),),
             parser="deepseek_r1",
             starts_in_reasoning=True,
         ),
         Family(
             # DeepSeek-V3/V3.1 in chat mode: same markup, but replies start as content.
             "deepseek_v3",
-            think=_THINK,
-            tools=(ToolMarker("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),),
+            think=THINK_TAGS,
+            tools=(_calls("deepseek_r1"),),
             parser="deepseek_r1",
         ),
         Family(
             "qwen3_coder",
-            think=_THINK,
-            tools=(_TOOL_CALL, ToolMarker("<function=", "</function>", keep=True)),
+            think=THINK_TAGS,
+            tools=(
+                _calls("qwen3_coder"),
+                ToolMarker(qwen3_coder.function_start, qwen3_coder.function_end, keep=True),
+            ),
             parser="qwen3",
+            call_gap_is_markup=True,
         ),
         Family(
             "mistral",
-            think=("[THINK]", "[/THINK]"),
-            tools=(ToolMarker("[TOOL_CALLS]", "", scanner="mistral"),),
+            think=(mistral.think_start, mistral.think_end),
+            tools=(_calls("mistral", scanner="mistral"),),
             parser="mistral",
         ),
         Family(
             "pythonic",
-            think=_THINK,
+            think=THINK_TAGS,
             tools=(
-                ToolMarker("<|tool_call_start|>", "<|tool_call_end|>"),
-                ToolMarker("<|python_start|>", "<|python_end|>"),
-                ToolMarker("[", "", scanner="python_list", keep=True, leading=True),
+                _calls("pythonic"),
+                ToolMarker(pythonic.python_start, pythonic.python_end),
+                ToolMarker(pythonic.list_start, "", scanner="python_list", keep=True,
+                           leading=True),
             ),
             parser="pythonic",
         ),
         Family(
             "gemma4",
-            think=("<|channel>", "<channel|>"),
+            think=(gemma4.think_start, gemma4.think_end),
             tools=(
-                # Gemma 4 sometimes closes a call with the end of its turn instead.
-                ToolMarker("<|tool_call>", "<tool_call|>", ends=("<turn|>",)),
-                # ... and sometimes drops the opening marker (right after its thought).
-                ToolMarker("call:", "", scanner="bare_call", keep=True, soft=True),
+                _calls("gemma4", ends=(gemma4.turn_end,)),
+                ToolMarker(gemma4.bare_call_start, "", scanner="bare_call", keep=True, soft=True),
             ),
             parser="gemma4",
             think_anywhere=True,
-            reasoning_prefix="thought\n",
+            reasoning_prefix=gemma4.think_label,
         ),
         Family(
             "kimi_k2",
-            think=_THINK,
+            think=THINK_TAGS,
             tools=(
-                ToolMarker("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
-                ToolMarker("<|tool_call_section_begin|>", "<|tool_call_section_end|>"),
+                _calls("kimi_k2"),
+                ToolMarker(kimi_k2.singular_tool_call_start, kimi_k2.singular_tool_call_end),
             ),
             parser="kimi_k2",
         ),
-        Family("glm47", think=_THINK, tools=(_TOOL_CALL,), parser="glm47"),
-        Family(
-            "minimax_m2",
-            think=_THINK,
-            tools=(ToolMarker("<minimax:tool_call>", "</minimax:tool_call>"),),
-            parser="minimax_m2",
-        ),
-        Family(
-            "function_gemma",
-            tools=(ToolMarker("<start_function_call>", "<end_function_call>"),),
-            parser="function_gemma",
-        ),
+        Family("glm47", think=THINK_TAGS, tools=(_calls("glm47"),), parser="glm47"),
+        Family("minimax_m2", think=THINK_TAGS, tools=(_calls("minimax_m2"),), parser="minimax_m2"),
+        Family("function_gemma", tools=(_calls("function_gemma"),), parser="function_gemma"),
         Family(
             "longcat",
-            think=("<longcat_think>", "</longcat_think>"),
-            tools=(ToolMarker("<longcat_tool_call>", "</longcat_tool_call>"),),
+            think=("<longcat_think>", "</longcat_think>"),  # no parser module names them
+            tools=(_calls("longcat"),),
             parser="longcat",
         ),
         Family(
             # DeepSeek-V3.2: the DSML grammar of V4 under a "function_calls" block name.
             "deepseek_v32",
-            think=_THINK,
-            tools=(ToolMarker("<｜DSML｜function_calls>", "</｜DSML｜function_calls>"),),
+            think=THINK_TAGS,
+            tools=(ToolMarker(deepseek_v4.function_calls_start, deepseek_v4.function_calls_end),),
             parser="deepseek_v4",
         ),
         Family(
             "deepseek_v4",
-            think=_THINK,
-            tools=(ToolMarker("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),),
+            think=THINK_TAGS,
+            tools=(_calls("deepseek_v4"),),
             parser="deepseek_v4",
             undecided_call_is_reasoning=True,
         ),
@@ -189,8 +214,10 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-# Names other servers use for the same output formats (vLLM's reasoning/tool parser names,
-# mlx-lm's tool-parser module names), so a name copied from their docs works here too.
+# Other names for the same output formats, so a name copied from another server's docs works
+# here too: vLLM's reasoning/tool parser names, and mlx-lm's tool-parser module names (what
+# ``family_for_tokenizer`` reads off a loaded tokenizer; a module named like a family is that
+# family, so only the ones named otherwise are listed).
 ALIASES = {
     "json_tools": "qwen3",
     "hermes": "qwen3",
@@ -205,7 +232,6 @@ ALIASES = {
     "glm4_moe": "glm47",
     "glm47_moe": "glm47",
     "functiongemma": "function_gemma",
-    "deepseek_v3": "deepseek_v3",
     "deepseek_v31": "deepseek_v3",
     "deepseekv3": "deepseek_v3",
     "deepseekv31": "deepseek_v3",
@@ -219,12 +245,17 @@ def family_names() -> list[str]:
     return list(FAMILIES)
 
 
+def family_name(name: str) -> str:
+    """The family a name stands for (itself, or what ``ALIASES`` maps it to)."""
+    return ALIASES.get(name, name)
+
+
 def get_family(family: str | Family) -> Family:
     """The family named ``family`` (a Family passes through), or ValueError naming the choices."""
     if isinstance(family, Family):
         return family
     try:
-        return FAMILIES[ALIASES.get(family, family)]
+        return FAMILIES[family_name(family)]
     except KeyError:
         raise ValueError(
             f"Unknown parser family {family!r}; choose one of: {', '.join(FAMILIES)}."

@@ -8,6 +8,17 @@ it was cut, so any chunking of a reply gives the same events as one ``feed`` of 
 the withheld tail (at most one marker long); a tool-call body is collected as pieces and
 parsed once, when its closing marker arrives.
 
+Think blocks: a reply's reasoning is the block at its start (or the one its prompt opened).
+A ``<think>…</think>`` block that comes after the reply has spoken (after content, or after
+the first block ended) is text of the mode it appears in, both of its markers, kept verbatim:
+``before<think>middle</think>after`` is all content. vllm-mlx and mlx-lm's server route such
+a block to reasoning instead; we keep it visible, because a model that writes about the tag
+(or an unclosed one) would otherwise hide the rest of its answer as reasoning, and because a
+stray marker must never decide half a block. Inside reasoning a repeated ``<think>`` is
+dropped (it opens nothing new), and a lone ``</think>`` after reasoning ended is a stray token,
+dropped. Gemma 4 (``Family.think_anywhere``) is the exception: its thought channel opens
+anywhere. A trace shows the state ``content, <think> as text`` inside such a block.
+
 Example (qwen3)::
 
     f = StreamFilter("qwen3")
@@ -84,6 +95,11 @@ class StreamFilter:
         self._soft_from: str | None = None  # the mode a soft marker interrupted
         self._edge_cache: dict[tuple, tuple[list, list]] = {}
         self._end_used = ""
+        self._after_call = False  # the last thing read was a call (for call_gap_is_markup)
+        self._think_is_text = False  # inside a think block written after the reply spoke
+        self._gap_markers = [(m.start, _AfterCall(m)) for m in fam.tools if not m.is_soft] + [
+            (m.end, "drop") for m in fam.tools if not m.is_soft and m.end
+        ]
         self._max_marker = max(
             [len(m.start) for m in fam.tools] + [len(s) for s in fam.think or ()]
             + [len(fam.reasoning_prefix or "")]
@@ -106,8 +122,13 @@ class StreamFilter:
     @property
     def state(self) -> str:
         """The mode for people: ``reasoning``, ``content``, ``undecided``, or ``tool_call``
-        followed by the marker that opened the call."""
-        return f"{TOOL} {self._marker.start}" if self.mode == TOOL else self.mode
+        followed by the marker that opened the call; ``, <think> as text`` is added inside a
+        think block that came after the reply had spoken (text until its closing marker)."""
+        if self.mode == TOOL:
+            return f"{TOOL} {self._marker.start}"
+        if self._think_is_text:
+            return f"{self.mode}, {self.family.think[0]} as text"
+        return self.mode
 
     @property
     def withheld(self) -> str:
@@ -163,6 +184,10 @@ class StreamFilter:
             self._tail = buf[start:]
             return False
         self._tail = buf[end:]
+        if action in ("open_text_think", "close_text_think"):
+            self._emit(self.mode, buf[:end])  # the marker is text of the current mode
+            self._think_is_text = action == "open_text_think"
+            return True
         if self.mode == UNDECIDED and not (isinstance(action, ToolMarker) and action.is_soft):
             # The marker decides what the held text was (a soft one only once it parses).
             reasoning = action == "close_think" or (
@@ -177,7 +202,8 @@ class StreamFilter:
     def _edges(self):
         """Markers that can fire now: (anywhere, leading). A leading marker fires only before
         any text of the current stretch, and whitespace before it belongs to the marker."""
-        key = (self.mode, self._mode_has_text, self._spoke, self._reasoning_seen)
+        key = (self.mode, self._mode_has_text, self._spoke, self._reasoning_seen,
+               self._after_call, self._think_is_text)
         edges = self._edge_cache.get(key)
         if edges is None:
             edges = self._edge_cache[key] = self._compute_edges()
@@ -187,7 +213,8 @@ class StreamFilter:
         fam = self.family
         think = fam.think
         if self.mode == REASONING:
-            anywhere = [(think[1], "close_think")]
+            # Already reasoning: a repeated opening marker is structure with nothing to do.
+            anywhere = [(think[1], "close_think"), (think[0], "drop")]
             if fam.tool_ends_reasoning:
                 anywhere += self._hard_tools
             leading = []
@@ -200,22 +227,37 @@ class StreamFilter:
             return anywhere, leading
         anywhere = self._hard_tools + self._soft_tools
         leading = []
-        if self.mode == UNDECIDED:
+        if think and self._think_is_text:
+            anywhere.append((think[1], "close_text_think"))  # the pair of a text <think>
+        elif self.mode == UNDECIDED:
             anywhere.append((think[1], "close_think"))
         elif think and self._reasoning_seen:
             # A second close marker after reasoning ended is a stray token, not text.
             anywhere.append((think[1], "drop"))
         if think and fam.think_anywhere:
             anywhere.append((think[0], "open_think"))
-        elif think and not self._spoke:
-            leading.append((think[0], "open_think"))
+        elif think and not self._think_is_text:
+            # Once the reply has spoken, a think block is text, both of its markers (see the
+            # module docstring): tracked only so its closing marker is not taken for structure.
+            # Before that, one at the start of the reply opens reasoning (the leading edge wins
+            # there; the text edge catches one after text in the same delta).
+            anywhere.append((think[0], "open_text_think"))
+            if not self._spoke:
+                leading.append((think[0], "open_think"))
         if not self._spoke:
             leading += self._leading_tools
+        if self._after_call and not self._mode_has_text and fam.call_gap_is_markup:
+            # Right after a call, whitespace goes with the next call or with a closing
+            # marker of the call itself; anything else and it is content after all.
+            leading += self._gap_markers
         return anywhere, leading
 
     def _transition(self, action) -> None:
         if action == "drop":
             return
+        self._after_call = False
+        if isinstance(action, _AfterCall):  # a call opens, the whitespace before it dropped
+            action = action.marker
         if isinstance(action, ToolMarker):  # a call opens
             if action.is_soft:
                 self._soft_from = self.mode  # nothing is decided until it parses
@@ -294,6 +336,7 @@ class StreamFilter:
         self.mode, self._marker, self._body, self._scanner = CONTENT, None, [], None
         self._soft_from = None
         self._mode_has_text = False
+        self._after_call = True
         if calls is None:
             self._problem(raw, message)
             return
@@ -334,6 +377,14 @@ class StreamFilter:
     def _take(self) -> list[Event]:
         out, self._out = self._out, []
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class _AfterCall:
+    """A call marker right after a call: it takes the whitespace before it (a leading edge
+    whose action is not a ``ToolMarker`` consumes that whitespace)."""
+
+    marker: ToolMarker
 
 
 def _find_marker(buf: str, anywhere, leading, max_len: int):

@@ -14,23 +14,16 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from ._families import FAMILIES, Family, ToolMarker
+from ..parsers import deepseek_r1, deepseek_v4, mistral
+from ._families import FAMILIES, THINK_TAGS, Family, ToolMarker, family_name, load_parser
 
 __all__ = ["family_for_tokenizer", "prompt_starts_in_reasoning"]
 
-# mlx-lm tool-parser module -> our family with the same output format.
-_FAMILY_OF_PARSER = {
-    "json_tools": "qwen3",
-    "qwen3_coder": "qwen3_coder",
-    "mistral": "mistral",
-    "pythonic": "pythonic",
-    "gemma4": "gemma4",
-    "kimi_k2": "kimi_k2",
-    "glm47": "glm47",
-    "minimax_m2": "minimax_m2",
-    "function_gemma": "function_gemma",
-    "longcat": "longcat",
-}
+# Any vocabulary piece of a DSML marker, however the tokenizer cut it ("<｜DSML｜", "｜DSML").
+_BAR = deepseek_v4.DSML_TOKEN[0]
+_DSML_WORD = deepseek_v4.DSML_TOKEN.strip(_BAR)
+# DeepSeek R1/V3 chat markup: the assistant turn marker of their templates.
+_DEEPSEEK_ASSISTANT = "<｜Assistant｜>"
 
 _cache: weakref.WeakKeyDictionary[Any, Family] = weakref.WeakKeyDictionary()
 
@@ -72,28 +65,26 @@ def _detect(tokenizer: Any) -> Family:
         think = (start, end) if start is not None else None
 
     vocab = hf.get_vocab()
-    if _model_type(hf) == "deepseek_v4" or any("DSML" in t for t in vocab if "｜" in t):
+    if _model_type(hf) == "deepseek_v4" or any(_DSML_WORD in t for t in vocab if _BAR in t):
         return FAMILIES["deepseek_v4"]
-    if parser_type in _FAMILY_OF_PARSER:
-        family = FAMILIES[_FAMILY_OF_PARSER[parser_type]]
-        if parser_type == "mistral" and "[THINK]" not in vocab:
+    if parser_type is not None and family_name(parser_type) in FAMILIES:
+        family = FAMILIES[family_name(parser_type)]
+        if family.name == "mistral" and mistral.think_start not in vocab:
             return Family("mistral", tools=family.tools, parser=family.parser)
         return family
     if parser_type is not None:
         # An mlx-lm parser we have no table entry for: its own module says the markers.
-        from ._families import _load_parser
-
-        module = _load_parser(parser_type)
+        module = load_parser(parser_type)
         return Family(
             parser_type,
             think=think,
             tools=(ToolMarker(module.tool_call_start, module.tool_call_end),),
             parser=parser_type,
         )
-    if "<｜Assistant｜>" in vocab or "<｜tool▁calls▁begin｜>" in vocab:
+    if _DEEPSEEK_ASSISTANT in vocab or deepseek_r1.tool_call_start in vocab:
         # DeepSeek R1/V3 markup; a vocabulary with think tags can reason (R1, V3.1+).
-        return FAMILIES["deepseek_r1" if think == ("<think>", "</think>") else "deepseek_v3"]
-    if think == ("<think>", "</think>"):
+        return FAMILIES["deepseek_r1" if think == THINK_TAGS else "deepseek_v3"]
+    if think == THINK_TAGS:
         return FAMILIES["qwen3"]
     if think is not None:
         return Family(f"think:{think[0]}", think=think)

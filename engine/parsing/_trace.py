@@ -6,6 +6,11 @@ and records one row per chunk: the chunk, the filter state before and after, the
 emitted and the tail it withheld. ``Trace.from_deltas`` does the same for the deltas a live
 request actually produced. ``diff()`` compares the streamed events with the buffered parse
 of the whole text; it is empty when the filter is right.
+
+The state column explains each decision: ``undecided`` (start state unknown: text is held
+until a marker says what it was), ``reasoning``, ``content``, ``tool_call <marker>`` (a call is
+being collected), and ``content, <think> as text`` (a think block written after the reply had
+spoken: both its markers stay text, see ``StreamFilter``).
 """
 
 from __future__ import annotations

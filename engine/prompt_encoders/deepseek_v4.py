@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import EngineRequestError
+from ..parsers.deepseek_v4 import DSML_TOKEN as DSML
+from ..parsers.deepseek_v4 import tool_call_end, tool_call_start
 
 __all__ = [
     "ASSISTANT",
@@ -51,7 +53,6 @@ USER = "<｜User｜>"
 ASSISTANT = "<｜Assistant｜>"
 THINK_START = "<think>"
 THINK_END = "</think>"
-DSML = "｜DSML｜"
 
 REASONING_EFFORTS = (None, "none", "minimal", "low", "medium", "high", "xhigh", "max")
 
@@ -304,7 +305,7 @@ def _render_calls(calls: list[_Call]) -> str:
             + "\n".join(params)
             + f"\n</{DSML}invoke>"
         )
-    return f"<{DSML}tool_calls>\n" + "\n".join(invokes) + f"\n</{DSML}tool_calls>"
+    return f"{tool_call_start}\n" + "\n".join(invokes) + f"\n{tool_call_end}"
 
 
 def _render_parameter(key: str, value: Any) -> str:

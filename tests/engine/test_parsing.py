@@ -180,3 +180,22 @@ def test_unreadable_tool_schemas_never_sink_a_good_call():
     out = parse_output(text, "longcat", tools=tools)
     assert out.tool_calls == [{"name": "f", "arguments": {"a": 1}}]
     assert out.problems == []
+
+
+@pytest.mark.parametrize("family", sorted(f for f in FAMILIES if FAMILIES[f].parser))
+def test_call_markers_come_from_the_family_parser_module(family):
+    """Each marker has one home, its parser module (ours or mlx-lm's): the table reads it."""
+    from mlx_notebook.engine.parsing._families import load_parser
+
+    fam = FAMILIES[family]
+    module = load_parser(fam.parser)
+    start, end = ("function_calls_start", "function_calls_end") if family == "deepseek_v32" else (
+        "tool_call_start", "tool_call_end")  # V3.2's block name is a second deepseek_v4 export
+    assert (fam.tools[0].start, fam.tools[0].end) == (getattr(module, start), getattr(module, end))
+
+
+@pytest.mark.parametrize("name, family", [("json_tools", "qwen3"), ("hermes", "qwen3"),
+                                          ("qwen3_coder", "qwen3_coder"), ("lfm2", "pythonic"),
+                                          ("deepseekv31", "deepseek_v3"), ("glm47", "glm47")])
+def test_other_servers_names_select_the_same_family(name, family):
+    assert StreamFilter(name).family is FAMILIES[family]

@@ -110,3 +110,11 @@ def test_list_of_sizes_is_cycled():
 def test_buffered_result_is_parse_output():
     t = trace(REPLY, "qwen3", chunking="random", seed=3)
     assert t.buffered == parse_output(REPLY, "qwen3")
+
+
+def test_trace_shows_a_later_think_block_as_text_of_its_mode():
+    t = trace("<think>a</think>b<think>c</think>d", "qwen3", chunking=1)
+    states = [r.state_after for r in t.rows]
+    assert "content, <think> as text" in states
+    assert states[-1] == "content"  # its closing marker ended the text block
+    assert t.buffered.content == "b<think>c</think>d" and t.diff() == []

@@ -323,3 +323,45 @@ CASES += [
      f"thinking</think>Calling.\n\n{DSML_CALLS}", {},
      expect("thinking", "Calling.\n\n", tool_calls=DSML_PARSED)),
 ]
+
+QWEN3_CODER_TIME = ("<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n"
+                    "</function>\n</tool_call>")
+BARE_FUNCTION = "<function=get_current_temperature>\n<parameter=location>\nLondon\n</parameter>\n</function>"
+TIME = ("get_time", {"tz": "UTC"})
+
+CASES += [
+    # Issue 12: Qwen3-Coder's whitespace between calls and a wrapper closed without its opening
+    # belong to the calls (vLLM's qwen3coder tests); whitespace before other text stays content.
+    ("qwen3_coder_parallel_calls_leave_no_content", "qwen3_coder",
+     f"{QWEN3_CODER_CALL}\n{QWEN3_CODER_TIME}", {"tools": STR_TOOLS},
+     expect(tool_calls=[LONDON, TIME])),
+    ("qwen3_coder_text_after_calls_keeps_its_newline", "qwen3_coder",
+     f"<think>Two.</think>\n\n{QWEN3_CODER_CALL}\n\n{QWEN3_CODER_TIME}\nDone.", {"tools": STR_TOOLS},
+     expect("Two.", "\n\n\nDone.", tool_calls=[LONDON, TIME])),
+    ("qwen3_coder_missing_opening_tool_call", "qwen3_coder",
+     f"Checking.\n{BARE_FUNCTION}\n</tool_call>", {"tools": STR_TOOLS},
+     expect(content="Checking.\n", tool_calls=[LONDON])),
+    ("qwen3_coder_missing_opening_then_a_parallel_call", "qwen3_coder",
+     f"{BARE_FUNCTION}\n</tool_call>\n{QWEN3_CODER_TIME}", {"tools": STR_TOOLS},
+     expect(tool_calls=[LONDON, TIME])),
+    ("qwen3_coder_close_tag_in_prose_stays_content", "qwen3_coder",
+     "Write </tool_call> to close it.", {}, expect(content="Write </tool_call> to close it.")),
+    ("qwen3_hermes_whitespace_between_calls_stays_content", "qwen3",
+     ('<tool_call>{"name": "a", "arguments": {}}</tool_call>\n'
+      '<tool_call>{"name": "b", "arguments": {}}</tool_call>'), {},
+     expect(content="\n", tool_calls=[("a", {}), ("b", {})])),
+    # Issue 12: a pythonic call whose quote or bracket never closes fails alone.
+    ("pythonic_stray_quote_keeps_its_siblings", "pythonic",
+     "<|tool_call_start|>[f(a='x), get_time(tz='UTC'), g(b=[1)]<|tool_call_end|>", {},
+     expect(tool_calls=[TIME], problems=["f(a='x)", "g(b=[1)"])),
+    ("pythonic_unclosed_bracket_keeps_its_siblings", "pythonic",
+     "<|python_start|>[get_time(tz='UTC'), f(a=[1, 2)]<|python_end|> ok", {},
+     expect(content=" ok", tool_calls=[TIME], problems=["f(a=[1, 2)"])),
+    # Issue 12: a string="false" value that is not JSON keeps its raw text; the call survives.
+    ("deepseek_v4_string_false_not_json_is_kept_raw", "deepseek_v4",
+     (f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
+      f'<{DSML}parameter name="unit" string="false">celsius</{DSML}parameter>\n'
+      f'<{DSML}parameter name="days" string="false">{{bad json</{DSML}parameter>\n'
+      f"</{DSML}invoke>\n</{DSML}tool_calls>"), {"starts_in_reasoning": False},
+     expect(tool_calls=[("get_weather", {"unit": "celsius", "days": "{bad json"})])),
+]
