@@ -4,7 +4,8 @@ Follows ``mlx_lm.server``'s ``_tokenize`` so that the same body gives the same t
 parity harness checks it): chat template via the tokenizer wrapper, its role-mapping
 fallback for tokenizers without a template, and the same segmentation (system prompt, the
 conversation, a short thinking tail) that decides where prompt-cache snapshots are taken.
-DeepSeek-V4 has no Jinja template; its programmatic encoder renders instead.
+Models that ship a Python encoder instead of a Jinja template (DeepSeek-V4) render through it:
+``prompt_encoders.encoder_for(model_type)`` picks the module by the model's type.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from ._upstream import role_mapping_prompt
 from .admission import GenerationRequest
+from .prompt_encoders import encoder_for
 from .errors import EngineRequestError
 
 __all__ = ["Segment", "RenderedPrompt", "render"]
@@ -60,10 +62,9 @@ def _template_messages(request: GenerationRequest) -> list[dict]:
 def _chat_text(request: GenerationRequest, tokenizer, model_type: str) -> str:
     messages = _template_messages(request)
     kwargs = request.template_kwargs
-    if model_type == "deepseek_v4":
-        from .prompt_encoders.deepseek_v4 import encode_messages
-
-        return encode_messages(
+    encoder = encoder_for(model_type)
+    if encoder is not None:  # a model that ships a Python encoder instead of a Jinja template
+        return encoder.encode_messages(
             messages,
             tools=list(request.tools) if request.tools else None,
             thinking=bool(kwargs.get("enable_thinking", kwargs.get("thinking", True))),
@@ -133,7 +134,7 @@ def render(request: GenerationRequest, tokenizer, *, model_type: str = "") -> Re
     if request.kind == "completion":
         tokens = tokenizer.encode(request.prompt)
         return RenderedPrompt(request.prompt, tuple(tokens), (Segment("assistant", 0, len(tokens)),))
-    if model_type != "deepseek_v4" and not tokenizer.has_chat_template:
+    if encoder_for(model_type) is None and not tokenizer.has_chat_template:
         text = _role_mapping_prompt(request.messages, request.role_mapping)
         tokens = tokenizer.encode(text)
         return RenderedPrompt(text, tuple(tokens), (Segment("assistant", 0, len(tokens)),),
