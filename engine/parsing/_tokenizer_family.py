@@ -46,22 +46,20 @@ def family_for_tokenizer(tokenizer: Any) -> Family:
 
 
 def _detect(tokenizer: Any) -> Family:
-    from mlx_lm.tokenizer_utils import (
-        TokenizerWrapper,
-        _infer_thinking,
-        _infer_tool_parser,
-    )
+    from mlx_lm.tokenizer_utils import TokenizerWrapper
+
+    from .._upstream import hf_tokenizer, infer_thinking, infer_tool_parser
 
     if isinstance(tokenizer, TokenizerWrapper):
-        hf = tokenizer._tokenizer
+        hf = hf_tokenizer(tokenizer)
         parser = tokenizer.tool_parser
         parser_type = parser.__module__.rsplit(".", 1)[-1] if parser is not None else None
         think = (tokenizer.think_start, tokenizer.think_end) if tokenizer.has_thinking else None
     else:
         hf = tokenizer
         init_kwargs = getattr(hf, "init_kwargs", None) or {}
-        parser_type = init_kwargs.get("tool_parser_type") or _infer_tool_parser(hf)
-        start, end, _, _ = _infer_thinking(hf)
+        parser_type = init_kwargs.get("tool_parser_type") or infer_tool_parser(hf)
+        start, end, _, _ = infer_thinking(hf)
         think = (start, end) if start is not None else None
 
     vocab = hf.get_vocab()
