@@ -197,7 +197,7 @@ def _convert_weights(weights: dict[str, mx.array], dtype: str, bar) -> tuple[dic
 
 def _save_tokenizer(metadata: dict[str, Any], dest: Path) -> None:
     """Rebuild the byte-level BPE tokenizer from GGUF metadata and save it with transformers."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     model_kind = metadata.get("tokenizer.ggml.model")
