@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from .sessions import Session
 from .tools import Tool, make_tool, tool
-from .turn import Round, Turn
+from .turn import Round, Timings, TokenLogprob, ToolCallRecord, TopLogprob, Turn, Usage
 
-__all__ = ["tool", "make_tool", "Tool", "Turn", "Round", "Session",
-           "load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["tool", "make_tool", "Tool", "Turn", "Round", "Usage", "Timings", "ToolCallRecord",
+           "TokenLogprob", "TopLogprob", "Session", "load_ipython_extension",
+           "unload_ipython_extension"]
 
-for _export in (tool, make_tool, Tool, Turn, Round, Session):
+for _export in (tool, make_tool, Tool, Turn, Round, Usage, Timings, ToolCallRecord, TokenLogprob,
+                TopLogprob, Session):
     _export.__module__ = "mlx_notebook"  # documented and shown as mlx_notebook.X
 del _export
 
@@ -34,6 +36,6 @@ def unload_ipython_extension(ipython) -> None:
         return
     magics.close()
     for kind, names in ipython.magics_manager.magics.items():
-        for name in ("load_model", "chat", "complete", "mlx"):
+        for name in magics.magics.get(kind, {}):  # the names @magics_class registered
             if names.get(name) is not None and getattr(names[name], "__self__", None) is magics:
                 del names[name]

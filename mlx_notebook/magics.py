@@ -17,8 +17,6 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, argument_group, magic_arguments
 from IPython.display import display
 
-from mlx_notebook.engine.errors import EngineDeadError, EngineError
-
 from . import reports
 from .errors import as_usage_errors, no_model_error, usage_error
 from .interpolation import interpolate
@@ -41,7 +39,11 @@ from .terminal import TerminalView
 from .tools import ask_before_running, registered_tools, resolve_tools, unregister_tools
 from .turn import Turn
 
-__all__ = ["MlxMagics"]
+__all__ = ["MlxMagics", "SUBCOMMANDS"]
+
+SUBCOMMANDS = ("status", "unload", "cache", "render", "trace", "sessions", "history", "reset",
+               "config", "tools", "help")
+"""``%mlx`` subcommands in the order help lists them; ``%mlx NAME`` runs method ``_NAME``."""
 
 def _parse(func: Any, line: str, magic: str):
     """Parse a magic's line, with errors that name the magic and where its help is.
@@ -71,12 +73,7 @@ class MlxMagics(Magics):
         self.engine: Any = None
         self.sessions = SessionStore()
         self.defaults: dict[str, str] = {}
-        self.subcommands = {
-            "status": self._status, "unload": self._unload, "cache": self._cache,
-            "render": self._render, "trace": self._trace, "sessions": self._sessions,
-            "history": self._history, "reset": self._reset, "config": self._config,
-            "tools": self._tools, "help": self._help,
-        }
+        self.subcommands = {name: getattr(self, f"_{name}") for name in SUBCOMMANDS}
         self._warned_tools_unsupported: set[tuple[str, str]] = set()
 
     def close(self) -> None:
@@ -471,15 +468,14 @@ class MlxMagics(Magics):
             except ImportError:  # the live widget is optional; plain text streams anywhere
                 pass
             else:
-                return ChatView(turn.model, turn.session, model_dtype=turn.model_dtype)
+                return ChatView(turn.model, turn.session, model_dtype=turn.model_dtype, turn=turn)
         return TerminalView(turn.model, turn.session, trim_edges="messages" in turn.request)
 
     def _result(self, turn: Turn, args: Any, magic: str) -> Turn:
-        if turn.error:
+        if turn.exception is not None:
             # The cell fails (so Run All stops) but the turn stays reachable as ``_``.
             self.shell.displayhook.update_user_ns(turn)
-            failure = EngineDeadError(turn.error) if not self.engine.healthy else EngineError(turn.error)
-            raise usage_error(magic, failure)
+            raise usage_error(magic, turn.exception)
         # A turn stopped with the Stop button is the user's choice, not a failure: the cell
         # ends normally and the partial reply stays in the session (``_.drop()`` removes it).
         live_terminal = not args.no_stream and not _in_kernel(self.shell)
@@ -524,7 +520,7 @@ def help_overview() -> str:
         ("%%chat [options]", _SUMMARIES["chat"]),
         ("%%complete [options]", _SUMMARIES["complete"]),
     ]
-    rows += [(f"%mlx {name}", _SUMMARIES[f"mlx {name}"]) for name in _SUBCOMMANDS]
+    rows += [(f"%mlx {name}", _SUMMARIES[f"mlx {name}"]) for name in SUBCOMMANDS]
     width = max(len(name) for name, _ in rows)
     lines = ["mlx-notebook magics (add ? for one magic's options, e.g. %%chat?; "
              "%mlx help SUBCOMMAND for a subcommand's):", ""]
@@ -542,10 +538,6 @@ def plain_help(doc: str | None) -> str:
     return text
 
 
-_SUBCOMMANDS = ("status", "unload", "cache", "render", "trace", "sessions", "history", "reset",
-                "config", "tools", "help")
-
-
 def _summary(function: Any) -> str:
     """The first sentence of a magic's own docstring (after magic_arguments' usage block)."""
     paragraphs = plain_help(function.__doc__).split("\n\n")
@@ -556,10 +548,13 @@ _SUMMARIES = {
     "load_model": _summary(MlxMagics.load_model),
     "chat": _summary(MlxMagics.chat),
     "complete": _summary(MlxMagics.complete),
-    **{f"mlx {name}": _summary(getattr(MlxMagics, f"_{name}")) for name in _SUBCOMMANDS},
+    **{f"mlx {name}": _summary(getattr(MlxMagics, f"_{name}")) for name in SUBCOMMANDS},
 }
 
-for _name in ("load_model", "chat", "complete", *(f"_{name}" for name in _SUBCOMMANDS)):
-    getattr(MlxMagics, _name).__doc__ = plain_help(getattr(MlxMagics, _name).__doc__)
+# Every magic's help reads without reST markup; %mlx's own is the overview.
+_MAGIC_METHODS = [method for kind in MlxMagics.magics.values() for method in kind.values()]
+for _name in (*_MAGIC_METHODS, *(f"_{name}" for name in SUBCOMMANDS)):
+    if _name != "mlx":
+        getattr(MlxMagics, _name).__doc__ = plain_help(getattr(MlxMagics, _name).__doc__)
 MlxMagics.mlx.__doc__ = help_overview()
-del _name
+del _name, _MAGIC_METHODS

@@ -209,8 +209,8 @@ def history(session: Session) -> Report:
         mark = "" if turn.in_history else "  (not sent as history)"
         lines.append(f"{number}. user: {_short(user)}")
         for call in turn.tool_calls:
-            lines.append(f"   tool: {call['name']}({json.dumps(call['arguments'])}) -> "
-                         f"{call['error'] or _short(repr(call['result']))}")
+            lines.append(f"   tool: {call.name}({json.dumps(call.arguments)}) -> "
+                         f"{call.error or _short(repr(call.result))}")
         lines.append(f"   assistant: {_short(turn.text)}{mark}")
     plain = "\n".join(lines)
     return Report(plain, _pre(plain))

@@ -12,18 +12,17 @@ assistant message and the tools' results back as ``tool`` messages and asks agai
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any, Callable, Iterator, Protocol
 
 from mlx_notebook.engine import events, responses
-from mlx_notebook.engine.errors import EngineRequestError
+from mlx_notebook.engine.errors import EngineDeadError, EngineRequestError
 
 from .tools import Tool, call_tool
-from .turn import STOPPED, Round, Turn
+from .turn import Round, Turn
 
-__all__ = ["View", "run_turn", "DEFAULT_MAX_ROUNDS"]
+__all__ = ["View", "run_turn", "ToolRoundsExceeded", "DEFAULT_MAX_ROUNDS"]
 
 DEFAULT_MAX_ROUNDS = 5
 
@@ -43,6 +42,10 @@ Confirm = Callable[[str, dict], bool]
 """Asks the user whether to run tool ``name`` with ``arguments``; True runs it."""
 
 
+class ToolRoundsExceeded(Exception):
+    """The model was still calling tools when the tool loop ran out of rounds."""
+
+
 def run_turn(
     engine: Any,
     turn: Turn,
@@ -53,9 +56,10 @@ def run_turn(
     confirm: Confirm | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
 ) -> Turn:
-    """Send ``turn.request`` (and tool-loop follow-ups), filling ``turn`` as events arrive.
+    """Send ``turn.request`` (and tool-loop follow-ups), folding the events into ``turn``.
 
     The view is displayed once the first request is admitted and finished by the caller. A
+    failure the engine reports is recorded on the turn (``turn.exception``), not raised; a
     ``KeyboardInterrupt`` is raised again after the turn is recorded as stopped.
     """
     started = time.perf_counter()
@@ -76,28 +80,25 @@ def run_turn(
                 current[0] = engine.submit(body, kind=kind)
             except Exception as exc:
                 if number > 0 and view is not None:  # shown already: end it in its error state
-                    turn.error = str(exc)
-                    _summarize(turn, started)
+                    turn.fail(exc)
+                    _end(turn, started)
                     view.finish(turn)
                 raise
             if stop_pressed.is_set():  # pressed while the tools ran or this round was sent
                 current[0].cancel()
-            round_ = Round(request=body, request_id=current[0].id)
-            turn.rounds.append(round_)
+            round_ = turn.begin_round(body, current[0].id)
             if number == 0:
                 turn.tools_unsupported = current[0].prompt.tools_rendered is False
                 if view is not None:
                     view.offer_tools(turn.tools_offered, turn.tools_unsupported)
                     view.display()  # only once admitted: a rejected request shows just the error line
-            _consume(current[0], turn, round_, view, kind)
-            _summarize(turn, started)
+            _consume(engine, current[0], turn, view, kind)
             if turn.interrupted or turn.error or not round_.tool_calls or not tools:
                 break
             if number == max_rounds - 1:
-                turn.error = (
+                turn.fail(ToolRoundsExceeded(
                     f"the model was still calling tools after {max_rounds} rounds; "
-                    "raise --max-rounds to let it continue"
-                )
+                    "raise --max-rounds to let it continue"))
                 break
             _run_tools(round_, tools, confirm, view)
             if stop_pressed.is_set():
@@ -108,31 +109,23 @@ def run_turn(
         turn.interrupted = True
         if current[0] is not None:
             current[0].cancel()
-        _mark_stopped(turn)
-        _summarize(turn, started)
+        _end(turn, started)
         raise
-    _mark_stopped(turn)
-    _summarize(turn, started)
+    _end(turn, started)
     return turn
 
 
-def _mark_stopped(turn: Turn) -> None:
-    """A stopped turn's last round says ``stopped``; calls it never ran say why."""
-    if not turn.interrupted or not turn.rounds:
-        return
-    last = turn.rounds[-1]
-    if last.finish_reason in (None, "cancelled", "tool_calls") and turn.error is None:
-        last.finish_reason = STOPPED
-    for call in last.tool_calls:
-        if call["result"] is None and call["error"] is None:
-            call["error"] = "not run: the user stopped the turn"
+def _end(turn: Turn, started: float) -> None:
+    if turn.interrupted:
+        turn.mark_stopped()
+    turn.timings.total_seconds = time.perf_counter() - started
 
 
-def _consume(handle: Any, turn: Turn, round_: Round, view: View | None, kind: str) -> None:
-    """Record every event of one request; on KeyboardInterrupt cancel it, drain the rest and
-    raise the interrupt again."""
+def _consume(engine: Any, handle: Any, turn: Turn, view: View | None, kind: str) -> None:
+    """Fold every event of one request into the turn; on KeyboardInterrupt cancel it, drain
+    the rest and raise the interrupt again."""
     try:
-        _stream(handle, turn, round_, view, kind)
+        _stream(engine, handle, turn, view, kind)
     except KeyboardInterrupt:
         handle.cancel()
         turn.interrupted = True
@@ -141,16 +134,16 @@ def _consume(handle: Any, turn: Turn, round_: Round, view: View | None, kind: st
             # handle's queue still holds the rest, and the engine ends a cancelled request
             # promptly with Usage and Finished, which keep the counts honest. A second
             # interrupt stops waiting.
-            _stream(handle, turn, round_, None, kind)
+            _stream(engine, handle, turn, None, kind)
         except KeyboardInterrupt:
             pass
         raise
 
 
-def _stream(handle: Any, turn: Turn, round_: Round, view: View | None, kind: str) -> None:
+def _stream(engine: Any, handle: Any, turn: Turn, view: View | None, kind: str) -> None:
     def observed(stream: Iterator[events.EngineEvent]) -> Iterator[events.EngineEvent]:
         for event in stream:
-            _record(turn, round_, event)
+            turn.apply(event)
             if view is not None:
                 view.handle(event)
             yield event
@@ -161,60 +154,23 @@ def _stream(handle: Any, turn: Turn, round_: Round, view: View | None, kind: str
                    created=int(time.time()))
     try:
         turn.chunks.extend(chunks)
-    except EngineRequestError:
-        pass  # an Error event: already recorded on the turn as ``turn.error``
+    except EngineRequestError as failure:  # the builder raises it for the Error event
+        turn.fail(failure if engine.healthy else _dead(failure))
 
 
-def _record(turn: Turn, round_: Round, event: events.EngineEvent) -> None:
-    if isinstance(event, events.ReasoningDelta):
-        round_.reasoning += event.text
-    elif isinstance(event, events.ContentDelta):
-        round_.content += event.text
-    elif isinstance(event, events.ToolCall):
-        call = {"id": event.id, "name": event.name, "arguments": dict(event.arguments),
-                "result": None, "error": None}
-        round_.tool_calls.append(call)
-        turn.tool_calls.append(call)
-    elif isinstance(event, events.TokenLogprobs):
-        if turn.logprobs is None:
-            turn.logprobs = []
-        turn.logprobs.append({
-            "token_id": event.token_id, "token": event.token, "logprob": event.logprob,
-            "top_logprobs": [{"token": t, "logprob": p} for t, p in event.top],
-        })
-    elif isinstance(event, events.Usage):
-        round_.usage = {"prompt_tokens": event.prompt_tokens, "cached_tokens": event.cached_tokens,
-                        "completion_tokens": event.completion_tokens}
-        if event.accepted_draft_tokens is not None:
-            round_.usage["accepted_draft_tokens"] = event.accepted_draft_tokens
-        _timings(turn, event)
-    elif isinstance(event, events.Finished):
-        round_.finish_reason = STOPPED if event.reason == "cancelled" else event.reason
-        if event.reason == "cancelled":
-            turn.interrupted = True
-    elif isinstance(event, events.Error):
-        turn.error = event.message
-
-
-def _timings(turn: Turn, usage: events.Usage) -> None:
-    timings = turn.timings
-    if timings.get("time_to_first_token") is None:
-        timings["time_to_first_token"] = usage.time_to_first_token
-    timings["prefill_tokens_per_second"] = usage.prefill_tokens_per_second
-    timings["decode_tokens_per_second"] = usage.decode_tokens_per_second
-    timings["peak_memory"] = max(timings.get("peak_memory") or 0, usage.peak_memory)
-
-
-def _summarize(turn: Turn, started: float) -> None:
-    turn.refresh()
-    turn.timings["total_seconds"] = time.perf_counter() - started
+def _dead(failure: EngineRequestError) -> EngineDeadError:
+    """The Error event does not say the engine thread died; the engine does, and the magics
+    then tell the user to reload rather than to fix the request."""
+    dead = EngineDeadError(failure.message)
+    dead.__cause__ = failure
+    return dead
 
 
 def _run_tools(round_: Round, tools: list[Tool], confirm: Confirm | None, view: View | None) -> None:
     for call in round_.tool_calls:
-        if confirm is not None and not confirm(call["name"], call["arguments"]):
-            call["error"] = "the user declined to run this tool call"
+        if confirm is not None and not confirm(call.name, call.arguments):
+            call.error = "the user declined to run this tool call"
         else:
-            call["result"], call["error"] = call_tool(tools, call["name"], call["arguments"])
+            call.result, call.error = call_tool(tools, call.name, call.arguments)
         if view is not None:
-            view.tool_result(call["id"], result=call["result"], error=call["error"])
+            view.tool_result(call.id, result=call.result, error=call.error)

@@ -1,42 +1,45 @@
 """The result of one ``%%chat`` or ``%%complete`` cell: what was sent, what came back, how fast.
 
-A ``Turn`` is built on the cell's thread while the engine's events arrive, then handed to the
-display (the live ``ChatView`` and the static mimebundle) and returned to the user (``_``).
-It is mutable on purpose: the tool loop fills each call's ``result`` after the model asked
-for it, and the user may take a stopped turn out of its session with ``drop`` or put a failed
-one back with ``keep``.
+A ``Turn`` is folded from the engine's events on the cell's thread (``Turn.apply``, the one
+place that sums usage), then handed to the display (the live ``ChatView`` and the static
+mimebundle) and returned to the user (``_``). It is mutable on purpose: the tool loop fills
+each call's ``result`` after the model asked for it, and the user may take a stopped turn out
+of its session with ``drop`` or put a failed one back with ``keep``.
+
+Its parts are typed (``_turn_types``: ``Usage``, ``Timings``, ``ToolCallRecord``,
+``TokenLogprob``) and still read like the dicts they replaced (``round_.usage["prompt_tokens"]``).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["Turn", "Round", "empty_usage", "empty_timings", "STOPPED"]
+from ._turn_types import Timings, TokenLogprob, ToolCallRecord, TopLogprob, Usage
+
+__all__ = [
+    "Turn", "Round", "Usage", "Timings", "ToolCallRecord", "TokenLogprob", "TopLogprob",
+    "STOPPED",
+]
 
 STOPPED = "stopped"
 """The finish reason of a turn the user stopped (Stop button, Kernel › Interrupt, Ctrl-C): one
 name on the turn, its rounds, the card, the footer and the history. The engine calls the same
-event ``cancelled``; the runner translates it at the boundary."""
+event ``cancelled``; the fold translates it at the boundary."""
+
+NOT_RUN = "not run: the user stopped the turn"
+"""A stopped turn's error for the tool calls it never ran."""
 
 
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def empty_usage() -> dict:
-    return {"prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
-
-
-def empty_timings() -> dict:
-    return {
-        "time_to_first_token": None,
-        "prefill_tokens_per_second": None,
-        "decode_tokens_per_second": None,
-        "peak_memory": None,
-        "total_seconds": None,
-    }
+def _typed(value: Any, record: type) -> Any:
+    """``value`` as ``record``: hand-built turns (tests, old code) may still pass the dicts."""
+    return value if isinstance(value, record) else record.from_mapping(value)
 
 
 @dataclass(slots=True)
@@ -44,19 +47,24 @@ class Round:
     """One model call inside a turn; a tool loop makes one round per model reply.
 
     ``request`` is the exact body of that call, ``tool_calls`` the calls the model made in
-    it (same dict shape as ``Turn.tool_calls``, results filled once the functions ran),
-    ``usage`` its token counts and ``finish_reason`` why the model stopped (``stop``,
-    ``length``, ``tool_calls``, ``stopped`` by the user) or None when it failed.
+    it (the same records as in ``Turn.tool_calls``, results filled once the functions ran),
+    ``usage`` its token counts (the prompt's from when it started, all of them once it ended)
+    and ``finish_reason`` why the model stopped (``stop``, ``length``, ``tool_calls``,
+    ``stopped`` by the user) or None when it failed.
     """
 
     request: dict
     content: str = ""
     reasoning: str = ""
-    tool_calls: list[dict] = field(default_factory=list)
-    usage: dict = field(default_factory=empty_usage)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     request_id: str | None = None
     """The engine's id for this call (``engine.trace(request_id)`` replays its parse)."""
+
+    def __post_init__(self) -> None:
+        self.tool_calls = [_typed(call, ToolCallRecord) for call in self.tool_calls]
+        self.usage = _typed(self.usage, Usage)
 
     def messages(self) -> list[dict]:
         """The assistant message and tool-result messages this round adds to a conversation."""
@@ -71,53 +79,33 @@ class Round:
             assistant["reasoning_content"] = self.reasoning.strip("\n")
         if self.tool_calls:
             assistant["tool_calls"] = [
-                {
-                    "id": call["id"],
-                    "type": "function",
-                    "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
-                }
+                {"id": call.id, "type": "function",
+                 "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
                 for call in self.tool_calls
             ]
         out = [assistant]
         for call in self.tool_calls:
-            out.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"],
-                        "content": tool_message_content(call)})
+            out.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                        "content": call.message_content()})
         return out
 
 
-def tool_message_content(call: dict) -> str:
-    """What the model reads back for a call: the result as text (JSON when it can be), or the error."""
-    if call.get("error") is not None:
-        return f"Error: {call['error']}"
-    result = call.get("result")
-    if isinstance(result, str):
-        return result
-    try:
-        return json.dumps(result)
-    except (TypeError, ValueError):
-        return repr(result)
-
-
-@dataclass
+@dataclass(slots=True)
 class Turn:
     """One user message and everything the model did in reply.
 
-    ``content`` is the final answer (the last round's content), ``reasoning`` all rounds'
-    reasoning joined, ``tool_calls`` every call of every round, each
-    ``{"id", "name", "arguments": dict, "result": Any | None, "error": str | None}``.
-    ``usage`` (``prompt_tokens``, ``cached_tokens``, ``completion_tokens``) sums the rounds;
-    ``timings`` holds ``time_to_first_token`` and ``total_seconds`` (seconds),
-    ``prefill_tokens_per_second`` and ``decode_tokens_per_second`` (of the last round) and
-    ``peak_memory`` (bytes). ``request`` is the exact first body sent, ``chunks`` the raw
-    ``chat.completion.chunk`` dicts of every round in order, ``logprobs`` one
-    ``{"token", "logprob", "top_logprobs": [{"token", "logprob"}]}`` per generated token when
-    ``--tokens`` asked for them. ``content`` is exactly what the engine sent (after a
-    reasoning block it usually starts with a blank line); ``text`` is it trimmed, for reading.
-    A turn the user stopped (``interrupted``, finish reason ``stopped``) stays in the session
-    history as far as it got -- it is what the user saw -- unless they call ``drop()``; a
-    failed one (``error``, the one-sentence failure) stays out unless they call ``keep()``.
-    ``tools_offered`` names the tools sent with the request; ``tools_unsupported`` says the
-    model's chat template left them out of the prompt, so the model never saw them.
+    ``content`` is the final answer (the last round's content; exactly what the engine sent,
+    after a reasoning block it usually starts with a blank line; ``text`` is it trimmed, for
+    reading), ``reasoning`` all rounds' reasoning joined, ``tool_calls`` every call of every
+    round, ``usage`` the sum of the rounds' and ``timings`` how fast it ran. ``request`` is
+    the exact first body sent, ``chunks`` the raw ``chat.completion.chunk`` dicts of every
+    round in order, ``logprobs`` one ``TokenLogprob`` per generated token when ``--tokens``
+    asked for them. A turn the user stopped (``interrupted``, finish reason ``stopped``)
+    stays in the session history as far as it got -- it is what the user saw -- unless they
+    call ``drop()``; a failed one (``exception``, with its one-sentence message in ``error``)
+    stays out unless they call ``keep()``. ``tools_offered`` names the tools sent with the
+    request; ``tools_unsupported`` says the model's chat template left them out of the
+    prompt, so the model never saw them.
     """
 
     model: str
@@ -125,15 +113,19 @@ class Turn:
     request: dict
     content: str = ""
     reasoning: str = ""
-    tool_calls: list[dict] = field(default_factory=list)
-    usage: dict = field(default_factory=empty_usage)
-    timings: dict = field(default_factory=empty_timings)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    timings: Timings = field(default_factory=Timings)
     finish_reason: str | None = None
     # The raw record stays out of repr: a 300-token reply is ~100 KB of chunks.
     chunks: list[dict] = field(default_factory=list, repr=False)
-    logprobs: list[dict] | None = field(default=None, repr=False)
+    logprobs: list[TokenLogprob] | None = field(default=None, repr=False)
     interrupted: bool = False
     error: str | None = None
+    """The failure's one-sentence message (``str(exception)``), for reading."""
+    exception: Exception | None = field(default=None, repr=False, compare=False)
+    """Why the turn failed, as raised: an ``EngineError`` from the engine (``EngineDeadError``
+    when its thread stopped), or the tool loop's round limit. Set with ``fail``."""
     rounds: list[Round] = field(default_factory=list, repr=False)
     user_message: dict | None = field(default=None, repr=False)
     """The user message this turn answered (None for ``%%complete``)."""
@@ -148,6 +140,13 @@ class Turn:
     _display_instead: dict | None = field(default=None, repr=False, compare=False)
     """What the displayhook shows, once, instead of this turn: the cell showed it live."""
 
+    def __post_init__(self) -> None:
+        self.tool_calls = [_typed(call, ToolCallRecord) for call in self.tool_calls]
+        self.usage = _typed(self.usage, Usage)
+        self.timings = _typed(self.timings, Timings)
+        if self.logprobs is not None:
+            self.logprobs = [_typed(item, TokenLogprob) for item in self.logprobs]
+
     @property
     def text(self) -> str:
         """The answer with a ``[stopped]`` mark when the user stopped it."""
@@ -159,15 +158,62 @@ class Turn:
         as they got), failed ones only when kept, none that were dropped."""
         return not self.dropped and (self.error is None or self.kept)
 
+    # -- folding the engine's events ----------------------------------------------------------
+
+    def begin_round(self, request: dict, request_id: str | None = None) -> Round:
+        """Open the round for one model call; its events then ``apply`` to it."""
+        round_ = Round(request=request, request_id=request_id)
+        self.rounds.append(round_)
+        return round_
+
+    def apply(self, event: Any) -> None:
+        """Fold one engine event into the current round, then the rounds into the totals.
+
+        The one place events become a turn: the runner folds every event here and the live
+        view reads the totals from the turn. A ``Started`` for another request than the
+        current round's opens a round (a view fed events by hand has nobody to call
+        ``begin_round``). ``Error`` is not folded: the engine raises it from its response
+        builder, and the runner records that exception with ``fail``.
+        """
+        fold = _folds().get(type(event))
+        if fold is not None:
+            fold(self, event)
+            self.refresh()
+
+    def _current_round(self) -> Round:
+        return self.rounds[-1] if self.rounds else self.begin_round(self.request)
+
     def refresh(self) -> None:
-        """Derive the totals from the rounds: last answer, all reasoning, summed usage."""
+        """Derive the totals from the rounds: last answer, all reasoning and calls, summed usage."""
         if not self.rounds:
             return
-        self.content = self.rounds[-1].content
+        last = self.rounds[-1]
+        self.content = last.content
         self.reasoning = "\n".join(r.reasoning for r in self.rounds if r.reasoning)
-        self.finish_reason = self.rounds[-1].finish_reason
-        keys = dict.fromkeys([*self.usage, *(k for r in self.rounds for k in r.usage)])
-        self.usage = {key: sum(r.usage.get(key, 0) for r in self.rounds) for key in keys}
+        self.tool_calls = [call for r in self.rounds for call in r.tool_calls]
+        self.finish_reason = last.finish_reason
+        self.usage = sum((r.usage for r in self.rounds), Usage())
+
+    def fail(self, exception: Exception) -> None:
+        """Record why the turn failed; ``error`` holds its message."""
+        self.exception = exception
+        self.error = str(exception)
+
+    def mark_stopped(self) -> None:
+        """The user stopped the turn: its last round says ``stopped`` (unless it failed or
+        ended on its own first), and calls it never ran say why."""
+        self.interrupted = True
+        if not self.rounds:
+            return
+        last = self.rounds[-1]
+        if last.finish_reason in (None, "cancelled", "tool_calls") and self.error is None:
+            last.finish_reason = STOPPED
+        for call in last.tool_calls:
+            if call.result is None and call.error is None:
+                call.error = NOT_RUN
+        self.refresh()
+
+    # -- the user's side ------------------------------------------------------------------------
 
     def keep(self) -> "Turn":
         """Send this failed turn as history after all, as far as it got."""
@@ -187,17 +233,8 @@ class Turn:
         return out
 
     def metadata(self) -> dict:
-        """How this answer was produced, for the saved notebook's output metadata."""
-        return {
-            "model": self.model,
-            "session": self.session,
-            "options": dict(self.options),
-            "seed": self.request.get("seed"),
-            "usage": dict(self.usage),
-            "timings": dict(self.timings),
-            "finish_reason": self.finish_reason,
-            "interrupted": self.interrupted,
-        }
+        """How this answer was produced: the saved output's ``metadata["mlx_notebook"]``."""
+        return self._mimebundle()[1]["mlx_notebook"]
 
     def __str__(self) -> str:
         return self.text
@@ -209,12 +246,12 @@ class Turn:
         """One line: finish reason and token counts, as shown under an answer."""
         usage = self.usage
         parts = [
-            f"{_plural(usage['prompt_tokens'], 'prompt token')} ({usage['cached_tokens']} cached)",
-            _plural(usage["completion_tokens"], "completion token"),
+            f"{_plural(usage.prompt_tokens, 'prompt token')} ({usage.cached_tokens} cached)",
+            _plural(usage.completion_tokens, "completion token"),
         ]
         if self.tool_calls:
             parts.append(_plural(len(self.tool_calls), "tool call"))
-        total = self.timings.get("total_seconds")
+        total = self.timings.total_seconds
         if total is not None:
             from .display import format_seconds
 
@@ -259,3 +296,63 @@ class Turn:
         from .display import turn_plain_text, turn_record
 
         return turn_plain_text(turn_record(self))
+
+
+# -- one fold step per event type -------------------------------------------------------------
+# Looked up by class when the first event arrives: importing the engine costs over a second
+# and ``import mlx_notebook`` must stay light, and by then the engine is loaded anyway.
+
+def _started(turn: Turn, event: Any) -> None:
+    rounds = turn.rounds
+    same = bool(rounds) and rounds[-1].request_id in (None, event.request_id)
+    round_ = rounds[-1] if same else turn.begin_round({} if rounds else turn.request, event.request_id)
+    round_.request_id = event.request_id
+    # The prompt's counts are known now; the completion's arrive with Usage.
+    round_.usage = Usage(event.prompt_tokens, event.cached_tokens, 0)
+
+
+def _reasoning(turn: Turn, event: Any) -> None:
+    turn._current_round().reasoning += event.text
+
+
+def _content(turn: Turn, event: Any) -> None:
+    turn._current_round().content += event.text
+
+
+def _tool_call(turn: Turn, event: Any) -> None:
+    turn._current_round().tool_calls.append(ToolCallRecord(event.id, event.name, dict(event.arguments)))
+
+
+def _token_logprobs(turn: Turn, event: Any) -> None:
+    if turn.logprobs is None:
+        turn.logprobs = []
+    top = tuple(TopLogprob(token, logprob) for token, logprob in event.top)
+    turn.logprobs.append(TokenLogprob(event.token_id, event.token, event.logprob, top))
+
+
+def _usage(turn: Turn, event: Any) -> None:
+    turn._current_round().usage = Usage(event.prompt_tokens, event.cached_tokens, event.completion_tokens,
+                         event.accepted_draft_tokens)
+    timings = turn.timings
+    if timings.time_to_first_token is None:
+        timings.time_to_first_token = event.time_to_first_token
+    timings.prefill_tokens_per_second = event.prefill_tokens_per_second
+    timings.decode_tokens_per_second = event.decode_tokens_per_second
+    timings.peak_memory = max(timings.peak_memory or 0, event.peak_memory)
+
+
+def _finished(turn: Turn, event: Any) -> None:
+    turn._current_round().finish_reason = STOPPED if event.reason == "cancelled" else event.reason
+    if event.reason == "cancelled":
+        turn.interrupted = True
+
+
+@functools.cache
+def _folds() -> dict[type, Callable[[Turn, Any], None]]:
+    from mlx_notebook.engine import (
+        ContentDelta, Finished, ReasoningDelta, Started, TokenLogprobs, ToolCall, Usage as UsageEvent,
+    )
+
+    return {Started: _started, ReasoningDelta: _reasoning, ContentDelta: _content,
+            ToolCall: _tool_call, TokenLogprobs: _token_logprobs, UsageEvent: _usage,
+            Finished: _finished}

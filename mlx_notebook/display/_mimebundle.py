@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..turn import Turn
 from ._turn_html import turn_html
 from ._turn_record import TURN_MIME_TYPE, json_safe, turn_record
 from ._turn_text import turn_markdown, turn_plain_text
@@ -12,7 +11,7 @@ __all__ = ["turn_mimebundle"]
 
 
 def turn_mimebundle(
-    turn: Any,
+    turn: Turn,
     *,
     reasoning_tokens: int | None = None,
     reasoning_seconds: float | None = None,
@@ -22,7 +21,8 @@ def turn_mimebundle(
 
     ``data`` holds the versioned JSON record, self-contained HTML, Markdown and
     deterministic plain text; ``metadata["mlx_notebook"]`` records model, options, seed,
-    usage and timings so a saved notebook says how each answer was made.
+    usage and timings so a saved notebook says how each answer was made (the one place it
+    is built: ``Turn.metadata()`` returns it).
     """
     record = turn_record(turn, reasoning_tokens=reasoning_tokens, reasoning_seconds=reasoning_seconds,
                          round_reasoning_stats=round_reasoning_stats)
@@ -36,7 +36,7 @@ def turn_mimebundle(
         "mlx_notebook": {
             "model": record["model"],
             "session": record["session"],
-            "options": json_safe(getattr(turn, "options", None) or {}),
+            "options": json_safe(turn.options),
             "seed": record["request"].get("seed"),
             "usage": record["usage"],
             "timings": record["timings"],

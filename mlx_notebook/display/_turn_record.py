@@ -12,19 +12,14 @@ import json
 import math
 from typing import Any
 
+from ..turn import Round, TokenLogprob, ToolCallRecord, Turn, Usage
+
 __all__ = [
     "TURN_MIME_TYPE", "TURN_SCHEMA_VERSION", "turn_record", "json_safe", "finish_reason_name",
 ]
 
 TURN_MIME_TYPE = "application/vnd.mlx-notebook.turn+json"
 TURN_SCHEMA_VERSION = 1
-
-_USAGE_KEYS = ("prompt_tokens", "cached_tokens", "completion_tokens")
-_OPTIONAL_USAGE_KEYS = ("accepted_draft_tokens",)
-_TIMING_KEYS = (
-    "time_to_first_token", "prefill_tokens_per_second", "decode_tokens_per_second",
-    "peak_memory", "total_seconds",
-)
 
 
 def json_safe(value: Any) -> Any:
@@ -47,19 +42,30 @@ def json_safe(value: Any) -> Any:
         return repr(value)
 
 
-def _usage(usage: dict) -> dict:
-    out = {key: int(usage.get(key) or 0) for key in _USAGE_KEYS}
-    out.update({key: int(usage[key]) for key in _OPTIONAL_USAGE_KEYS if usage.get(key) is not None})
+def _usage(usage: Usage) -> dict:
+    out = {"prompt_tokens": usage.prompt_tokens, "cached_tokens": usage.cached_tokens,
+           "completion_tokens": usage.completion_tokens}
+    if usage.accepted_draft_tokens is not None:  # only with a draft model: older records lack it
+        out["accepted_draft_tokens"] = usage.accepted_draft_tokens
     return out
 
 
-def _tool_call(call: dict) -> dict:
+def _tool_call(call: ToolCallRecord) -> dict:
     return {
-        "id": str(call.get("id", "")),
-        "name": str(call.get("name", "")),
-        "arguments": json_safe(call.get("arguments", {})),
-        "result": json_safe(call.get("result")),
-        "error": None if call.get("error") is None else str(call["error"]),
+        "id": call.id,
+        "name": call.name,
+        "arguments": json_safe(call.arguments),
+        "result": json_safe(call.result),
+        "error": None if call.error is None else str(call.error),
+    }
+
+
+def _logprob(item: TokenLogprob) -> dict:
+    return {
+        "token": item.token,
+        "logprob": json_safe(float(item.logprob)),
+        "top_logprobs": [{"token": top.token, "logprob": json_safe(float(top.logprob))}
+                         for top in item.top_logprobs],
     }
 
 
@@ -68,11 +74,11 @@ def finish_reason_name(reason: str | None) -> str | None:
     return "stopped" if reason == "cancelled" else reason
 
 
-def _round(round_: Any, reasoning_stats: dict | None) -> dict:
+def _round(round_: Round, reasoning_stats: dict | None) -> dict:
     out = {
         "content": round_.content,
         "reasoning": round_.reasoning,
-        "tool_call_ids": [str(call.get("id", "")) for call in round_.tool_calls],
+        "tool_call_ids": [call.id for call in round_.tool_calls],
         "usage": _usage(round_.usage),
         "finish_reason": finish_reason_name(round_.finish_reason),
     }
@@ -82,39 +88,20 @@ def _round(round_: Any, reasoning_stats: dict | None) -> dict:
     return out
 
 
-def _tools_offered(turn: Any) -> list[str]:
-    return [str(name) for name in getattr(turn, "tools_offered", None) or [] if name]
-
-
 def turn_record(
-    turn: Any,
+    turn: Turn,
     *,
     reasoning_tokens: int | None = None,
     reasoning_seconds: float | None = None,
     round_reasoning_stats: list[dict | None] | None = None,
 ) -> dict:
-    """The JSON record of ``turn`` (an ``mlx_notebook.Turn``).
+    """The JSON record of ``turn``.
 
     ``reasoning_tokens``/``reasoning_seconds`` are what the live view measured while the
     model reasoned, ``round_reasoning_stats`` the same per round (``{"tokens", "seconds"}``
     or None); a turn rebuilt later has neither and the record says so with None.
     """
     per_round = list(round_reasoning_stats or [])
-    usage = turn.usage or {}
-    timings = turn.timings or {}
-    logprobs = None
-    if turn.logprobs is not None:
-        logprobs = [
-            {
-                "token": str(item.get("token", "")),
-                "logprob": json_safe(float(item.get("logprob", 0.0))),
-                "top_logprobs": [
-                    {"token": str(top.get("token", "")), "logprob": json_safe(float(top.get("logprob", 0.0)))}
-                    for top in item.get("top_logprobs") or []
-                ],
-            }
-            for item in turn.logprobs
-        ]
     return {
         "version": TURN_SCHEMA_VERSION,
         "model": str(turn.model),
@@ -123,18 +110,18 @@ def turn_record(
         "reasoning": turn.reasoning or "",
         "reasoning_stats": {"tokens": reasoning_tokens, "seconds": json_safe(reasoning_seconds)},
         "content": turn.content or "",
-        "tool_calls": [_tool_call(call) for call in turn.tool_calls or []],
-        "usage": _usage(usage),
-        "timings": {key: json_safe(timings.get(key)) for key in _TIMING_KEYS},
+        "tool_calls": [_tool_call(call) for call in turn.tool_calls],
+        "usage": _usage(turn.usage),
+        "timings": {key: json_safe(value) for key, value in turn.timings.items()},
         "finish_reason": finish_reason_name(turn.finish_reason),
         "interrupted": bool(turn.interrupted),
         "error": turn.error,
         "rounds": [
             _round(round_, per_round[i] if i < len(per_round) else None)
-            for i, round_ in enumerate(turn.rounds or [])
+            for i, round_ in enumerate(turn.rounds)
         ],
-        "logprobs": logprobs,
-        "tools_offered": _tools_offered(turn),
-        "tools_unsupported": bool(getattr(turn, "tools_unsupported", False)),
-        "model_dtype": (str(dtype) if (dtype := getattr(turn, "model_dtype", None)) else None),
+        "logprobs": None if turn.logprobs is None else [_logprob(item) for item in turn.logprobs],
+        "tools_offered": [str(name) for name in turn.tools_offered if name],
+        "tools_unsupported": bool(turn.tools_unsupported),
+        "model_dtype": str(turn.model_dtype) if turn.model_dtype else None,
     }

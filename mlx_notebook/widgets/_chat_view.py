@@ -35,6 +35,7 @@ from ..engine.events import (
     ToolCall,
     Usage,
 )
+from ..turn import Turn
 
 __all__ = ["ChatView", "MAX_MESSAGES_PER_SECOND"]
 
@@ -113,20 +114,21 @@ class ChatView(anywidget.AnyWidget):
     """The dtype the model runs in (``float32``), shown in the footer when known."""
 
     def __init__(self, model: str, session: str, *, clock: Callable[[], float] = time.monotonic,
-                 model_dtype: str | None = None):
+                 model_dtype: str | None = None, turn: Turn | None = None):
+        """``turn`` is the turn the runner folds this turn's events into; the view reads its
+        totals. Without one (a view fed events by hand) the view folds them into its own."""
         super().__init__(turn_id=uuid.uuid4().hex, model=str(model), session=str(session),
                          model_dtype=None if model_dtype is None else str(model_dtype))
+        self._folds_events = turn is None
+        self._turn = Turn(model=str(model), session=str(session), request={}) if turn is None else turn
         self._clock = clock
         self._lock = threading.RLock()
         # Stop messages may arrive on a kernel subshell's thread while the cell's thread
         # streams; this guards the callback list, nothing else (the callbacks only set flags).
         self._stop_lock = threading.Lock()
-        self._round = 0
-        self._rounds_started = 0
         self._blocks: list[_Block] = []
         self._last_send = float("-inf")
         self._pending_prefill: dict | None = None
-        self._usage_before = {"prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
         self._stop_callbacks: list[Callable[[], Any]] = []
         self._display_handle = None
         self._parent: dict | None = None
@@ -188,6 +190,8 @@ class ChatView(anywidget.AnyWidget):
         with self._lock:
             if threading.current_thread() is threading.main_thread() and not self.stop_interrupts:
                 self.stop_interrupts = True
+            if self._folds_events:
+                self._turn.apply(event)
             handler = _HANDLERS.get(type(event))
             if handler is not None:
                 handler(self, event)
@@ -202,7 +206,7 @@ class ChatView(anywidget.AnyWidget):
                     call["error"] = None if error is None else str(error)
             self.tool_calls = calls
 
-    def finish(self, turn: Any) -> tuple[dict, dict]:
+    def finish(self, turn: Turn) -> tuple[dict, dict]:
         """Final state: flush, then replace the live output with the turn's static mimebundle."""
         with self._lock:
             self._flush()
@@ -259,19 +263,15 @@ class ChatView(anywidget.AnyWidget):
 
     # -- event handlers ---------------------------------------------------------------------
 
+    @property
+    def _round(self) -> int:
+        """Which model call (round of the tool loop) the events now arriving belong to."""
+        return max(len(self._turn.rounds) - 1, 0)
+
     def _on_started(self, event: Started) -> None:
         self._flush()
-        if self._rounds_started:  # a tool loop's next model call
-            self._round += 1
-        self._rounds_started += 1
-        before = self._usage_before
         with self.hold_sync():
-            self.usage = {
-                **before,
-                "prompt_tokens": before["prompt_tokens"] + event.prompt_tokens,
-                "cached_tokens": before["cached_tokens"] + event.cached_tokens,
-                "completion_tokens": before["completion_tokens"],
-            }
+            self.usage = dict(self._turn.usage)  # earlier rounds' and this prompt's counts
             self.prefill = {"processed": event.cached_tokens, "total": event.prompt_tokens}
             self.phase = "prefill"
 
@@ -308,25 +308,9 @@ class ChatView(anywidget.AnyWidget):
 
     def _on_usage(self, event: Usage) -> None:
         self._flush()
-        before = self._usage_before
-        totals = {
-            "prompt_tokens": before["prompt_tokens"] + event.prompt_tokens,
-            "cached_tokens": before["cached_tokens"] + event.cached_tokens,
-            "completion_tokens": before["completion_tokens"] + event.completion_tokens,
-        }
-        if event.accepted_draft_tokens is not None:
-            totals["accepted_draft_tokens"] = (before.get("accepted_draft_tokens", 0)
-                                               + event.accepted_draft_tokens)
-        self._usage_before = totals
         with self.hold_sync():
-            self.usage = totals
-            self.timings = {
-                "time_to_first_token": event.time_to_first_token,
-                "prefill_tokens_per_second": event.prefill_tokens_per_second,
-                "decode_tokens_per_second": event.decode_tokens_per_second,
-                "peak_memory": event.peak_memory,
-                "total_seconds": None,
-            }
+            self.usage = dict(self._turn.usage)
+            self.timings = dict(self._turn.timings)
 
     def _on_finished(self, event: Finished) -> None:
         self._flush()

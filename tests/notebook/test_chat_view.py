@@ -523,3 +523,15 @@ def test_a_real_story_reply_reaches_the_front_end_in_few_messages(kernel, tiny_r
     assert len(deltas) <= 20 * seconds + 2
     assert len(comm) <= 20 * seconds + 12  # plus a handful of state changes
     print(f"{tokens} tokens in {seconds:.2f} s: {len(deltas)} delta messages, {len(comm)} comm messages")
+
+
+def test_a_view_given_the_runners_turn_reads_its_totals_without_folding_again():
+    turn = Turn(model="m", session="s", request={})
+    view = ChatView("m", "s", turn=turn)
+    turn.begin_round({}, "r1")
+    for event in [Started("r1", prompt_tokens=40, cached_tokens=8), ContentDelta("Hi."),
+                  usage_event(prompt_tokens=40, cached_tokens=8, completion_tokens=3), Finished("stop")]:
+        turn.apply(event)  # what the runner does before it hands the event to the view
+        view.handle(event)
+    assert view.usage == dict(turn.usage) == {"prompt_tokens": 40, "cached_tokens": 8, "completion_tokens": 3}
+    assert view.timings == dict(turn.timings) and len(turn.rounds) == 1

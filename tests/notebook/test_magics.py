@@ -19,7 +19,10 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
+from mlx_notebook.engine.errors import EngineDeadError
+from mlx_notebook.runner import ToolRoundsExceeded
 from mlx_notebook.tools import make_tool
+from mlx_notebook.turn import Turn
 
 SCRIPTS = Path(__file__).parents[2] / "engine" / "tiny_reasoner" / "scripts.json"
 PARIS = "What is the capital of France? Answer in one sentence."
@@ -284,7 +287,7 @@ def test_no_stream_display_records_how_the_answer_was_made(smollm2_shell, capsys
     turn = result.result
     assert meta["model"] == turn.model == magics_of(smollm2_shell).engine.model_info.name
     assert meta["options"]["seed"] == meta["seed"] == 3
-    assert meta["usage"] == turn.usage and meta["timings"]["total_seconds"] > 0
+    assert meta["usage"] == dict(turn.usage) and meta["timings"]["total_seconds"] > 0
 
 
 @pytest.mark.model
@@ -480,6 +483,9 @@ def test_parallel_tool_calls_all_run(reasoner_shell, weather, capsys):
     # One round allowed: the calls are recorded, not run, and the cell says how to continue.
     assert str(result.error_in_exec) == ("%%chat: the model was still calling tools after 1 "
                                          "rounds; raise --max-rounds to let it continue.")
+    stopped = reasoner_shell.user_ns["_"]
+    assert isinstance(stopped.exception, ToolRoundsExceeded)
+    assert result.error_in_exec.__cause__ is stopped.exception  # the turn's own, not a rebuilt one
     assert weather == []
     result, _, err = run(reasoner_shell, f"%%chat --new --session par --tools get_weather\n{question}", capsys)
     assert weather == ["Tokyo", "Oslo"]
@@ -561,6 +567,17 @@ def test_a_conversation_longer_than_the_context_says_how_to_go_on(reasoner_shell
     assert err == f"UsageError: {message}\n"
     _, out, _ = run(reasoner_shell, "%mlx sessions", capsys)
     assert "long: 0 turns" in out  # the rejected message did not enter the session
+
+
+def test_a_failed_turn_fails_the_cell_with_the_exception_it_carries(bare_shell):
+    turn = Turn(model="m", session="s", request={})
+    dead = EngineDeadError("The engine thread died: out of memory.")
+    turn.fail(dead)
+    with pytest.raises(UsageError) as failure:
+        magics_of(bare_shell)._result(turn, None, "%%chat")
+    assert failure.value.__cause__ is dead
+    assert str(failure.value) == "%%chat: the engine has stopped; run %load_model to start it again."
+    assert bare_shell.user_ns["_"] is turn  # the failed turn stays reachable
 
 
 @pytest.mark.model

@@ -1,0 +1,145 @@
+"""The typed parts of a turn: token usage, timings, tool calls and token log-probabilities.
+
+They were dicts, and users' cells subscript them (``call["name"]``,
+``round_.usage["prompt_tokens"]``, ``turn.timings.items()``), so each also answers
+``part["name"]``, ``keys()``, ``items()`` and ``get()`` as that dict did.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Iterator, Mapping
+
+__all__ = ["Usage", "Timings", "ToolCallRecord", "TokenLogprob", "TopLogprob"]
+
+
+class _FieldMapping:
+    """Read-only ``record["name"]``, ``keys()``, ``items()`` and ``get()`` over a dataclass's
+    fields: the turn's parts were dicts, and users' cells subscript them."""
+
+    __slots__ = ()
+    _OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ()
+    """Fields the old dicts left out when unset (``accepted_draft_tokens`` without a draft)."""
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self)
+                if not (f.name in self._OMITTED_WHEN_NONE and getattr(self, f.name) is None)]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self.keys() else default
+
+    def items(self) -> list[tuple[str, Any]]:
+        return [(key, getattr(self, key)) for key in self.keys()]
+
+    def values(self) -> list[Any]:
+        return [getattr(self, key) for key in self.keys()]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+
+@dataclass(frozen=True, slots=True)
+class Usage(_FieldMapping):
+    """Token counts of one model call, or of a whole turn (the sum of its rounds)."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens served from the prompt cache (not recomputed)."""
+    completion_tokens: int = 0
+    accepted_draft_tokens: int | None = None
+    """Completion tokens a draft model proposed and the model accepted; None without a draft."""
+    _OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("accepted_draft_tokens",)
+
+    def __add__(self, other: "Usage") -> "Usage":
+        drafted = (None if self.accepted_draft_tokens is None and other.accepted_draft_tokens is None
+                   else (self.accepted_draft_tokens or 0) + (other.accepted_draft_tokens or 0))
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.cached_tokens + other.cached_tokens,
+                     self.completion_tokens + other.completion_tokens, drafted)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> "Usage":
+        """From the dict shape a turn's usage had (missing counts are 0)."""
+        drafted = values.get("accepted_draft_tokens")
+        return cls(int(values.get("prompt_tokens") or 0), int(values.get("cached_tokens") or 0),
+                   int(values.get("completion_tokens") or 0), None if drafted is None else int(drafted))
+
+
+@dataclass(slots=True)
+class Timings(_FieldMapping):
+    """How fast a turn ran; None where it is not known (yet)."""
+
+    time_to_first_token: float | None = None
+    """Seconds from the first request's start to its first token."""
+    prefill_tokens_per_second: float | None = None
+    """Prompt processing speed of the last round."""
+    decode_tokens_per_second: float | None = None
+    """Generation speed of the last round."""
+    peak_memory: int | None = None
+    """Bytes: MLX's peak memory over the turn's rounds (model weights included)."""
+    total_seconds: float | None = None
+    """Wall time of the whole turn, tools included; set when the turn ends."""
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> "Timings":
+        return cls(**{f.name: values.get(f.name) for f in fields(cls)})
+
+
+@dataclass(slots=True)
+class ToolCallRecord(_FieldMapping):
+    """One tool call the model made, and once the tool loop ran it, its result or error."""
+
+    id: str
+    name: str
+    arguments: dict
+    result: Any = None
+    error: str | None = None
+    """Why the call has no result: the tool raised, the user declined or stopped the turn."""
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> "ToolCallRecord":
+        return cls(str(values.get("id", "")), str(values.get("name", "")),
+                   dict(values.get("arguments") or {}), values.get("result"), values.get("error"))
+
+    def message_content(self) -> str:
+        """What the model reads back: the result as text (JSON when it can be), or the error."""
+        if self.error is not None:
+            return f"Error: {self.error}"
+        if isinstance(self.result, str):
+            return self.result
+        try:
+            return json.dumps(self.result)
+        except (TypeError, ValueError):
+            return repr(self.result)
+
+
+@dataclass(frozen=True, slots=True)
+class TopLogprob(_FieldMapping):
+    """One alternative the model weighed for a position."""
+
+    token: str
+    logprob: float
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob(_FieldMapping):
+    """One generated token with its log-probability and the most likely alternatives."""
+
+    token_id: int | None
+    token: str
+    logprob: float
+    top_logprobs: tuple[TopLogprob, ...] = ()
+    """Most likely first (``--tokens N`` asks for N)."""
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> "TokenLogprob":
+        top = tuple(TopLogprob(str(t["token"]), float(t["logprob"])) for t in values.get("top_logprobs") or ())
+        return cls(values.get("token_id"), str(values.get("token", "")), float(values.get("logprob", 0.0)), top)
