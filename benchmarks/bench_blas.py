@@ -25,7 +25,7 @@ SETUP = """
 import json, mlx.core as mx
 from mlx_lm import load, stream_generate
 from mlx_lm.sample_utils import make_logits_processors
-from mlx_notebook.engine.model_store import resolve_model
+from mlx_notebook.engine.models._store import resolve_model
 model, tokenizer = load(str(resolve_model("smollm2-135m-instruct", dtype="float32", progress=False)))
 text = " ".join(["The lighthouse keeper wrote down the weather, the ships that passed and the colour of the sea"
                  " every hour of every night, and in the morning he read the log aloud to the gulls."] * 40)

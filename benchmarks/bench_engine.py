@@ -169,10 +169,10 @@ def _path_overhead(tiny: Engine, repeats: int = 5) -> float:
     """
     from queue import SimpleQueue
 
-    from mlx_notebook.engine.admission import admit
-    from mlx_notebook.engine.rendering import render
-    from mlx_notebook.engine.reply_stream import ReplyStream
-    from mlx_notebook.engine.tiny_reasoner import load_scripts
+    from mlx_notebook.engine.request._admission import admit
+    from mlx_notebook.engine.request._rendering import render
+    from mlx_notebook.engine.request._reply_stream import ReplyStream
+    from mlx_notebook.engine.models.tiny_reasoner import load_scripts
 
     script = next(s for s in load_scripts() if s["name"] == "parallel_tool_calls")
     body = {"messages": script["messages"], "tools": script["tools"]}

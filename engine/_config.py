@@ -105,8 +105,8 @@ class EngineConfig:
 
 
 def _check(config: EngineConfig) -> None:
-    from .dtype_policy import DTYPES
-    from .errors import EngineError
+    from .models._dtype_policy import DTYPES
+    from ._errors import EngineError
 
     if config.draft_model is not None and config.max_kv_size is not None:
         raise EngineError(

@@ -18,18 +18,18 @@ from typing import Any, Iterator, Mapping
 
 import mlx.core as mx
 
-from . import responses
+from .request import _responses as responses
 from ._config import EngineConfig
-from .admission import GenerationRequest, admit
-from .engine_thread import EngineThread
-from .dtype_policy import DtypeChoice, accelerator, apply_dtype, choose_dtype
-from .errors import EngineDeadError, EngineError, EngineRequestError
-from .inspection import Inspection, request_options
-from .model_info import ModelInfo, WeightsSummary, describe_weights
-from .prompt_cache import CacheInfo
-from .rendering import RenderedPrompt, render
-from .request_handle import RequestHandle
-from .job import Job
+from .request._admission import GenerationRequest, admit
+from .request._engine_thread import EngineThread
+from .models._dtype_policy import DtypeChoice, accelerator, apply_dtype, choose_dtype
+from ._errors import EngineDeadError, EngineError, EngineRequestError
+from .request._inspection import Inspection, request_options
+from .models._info import ModelInfo, WeightsSummary, describe_weights
+from .request._prompt_cache import CacheInfo
+from .request._rendering import RenderedPrompt, render
+from .request._handle import RequestHandle
+from .request._job import Job
 
 __all__ = ["Engine"]
 

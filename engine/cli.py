@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from .byte_count import format_bytes
-from .dtype_policy import DTYPES
-from .errors import EngineError
-from .model_store import DEFAULT_MODEL, cache_dir, import_gguf_file, remove_entry, resolve_model, store_entries
+from ._byte_count import format_bytes
+from .models._dtype_policy import DTYPES
+from ._errors import EngineError
+from .models._store import DEFAULT_MODEL, cache_dir, import_gguf_file, remove_entry, resolve_model, store_entries
 
 __all__ = ["main"]
 

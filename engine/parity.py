@@ -154,7 +154,7 @@ def _cases(engine, max_tokens: int) -> list[tuple[str, str, dict]]:
     if engine.model_info.tool_calling:
         # The tiny reasoner only answers its scripted conversations (anything else is
         # garbage whose stray markers would test the parsers, not the engine).
-        from .tiny_reasoner import load_scripts
+        from .models.tiny_reasoner import load_scripts
 
         scripts = {s["name"]: s for s in load_scripts()}
         prompts = {"plain": scripts["reason_then_answer"]["messages"],

@@ -13,7 +13,7 @@ from typing import Iterator
 
 from IPython.core.error import UsageError
 
-from mlx_notebook.engine.errors import (
+from mlx_notebook.engine import (
     EngineDeadError,
     EngineError,
     EngineRequestError,

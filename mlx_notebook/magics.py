@@ -126,7 +126,7 @@ class MlxMagics(Magics):
             self.engine = Engine(args.spec, progress=not args.no_progress,
                                  **{k: v for k, v in options.items() if v is not None})
         display(reports.model_summary(self.engine.model_info))
-        from mlx_notebook.engine.blas import slow_blas_note
+        from mlx_notebook.engine import slow_blas_note
 
         note = slow_blas_note()
         if note:
@@ -278,7 +278,7 @@ class MlxMagics(Magics):
     def _trace(self, line: str):
         """Replay model output through the reasoning/tool-call parser step by step (the parser debugger)."""
         args = _parse(self._trace, line, "%mlx trace")
-        from mlx_notebook.engine import parsing
+        from mlx_notebook.engine import trace_text
 
         value = self.shell.user_ns.get(args.text, args.text) if args.text.isidentifier() else args.text
         if isinstance(value, Turn):
@@ -295,7 +295,7 @@ class MlxMagics(Magics):
         if args.chunking == "tokens":
             kwargs["tokenizer"] = self._engine("%mlx trace").tokenizer
         try:
-            return parsing.trace(value, args.family, **kwargs)
+            return trace_text(value, args.family, **kwargs)
         except (KeyError, ValueError) as exc:
             raise UsageError(f"%mlx trace: {str(exc).strip(repr(''))}") from None
 
@@ -373,7 +373,7 @@ class MlxMagics(Magics):
             display(reports.text("No tools are registered: decorate a function with "
                                  "@mlx_notebook.tool to offer it to every %%chat."))
             return
-        lines = [f"Offered to every %%chat (unless the cell passes --tools):"]
+        lines = ["Offered to every %%chat (unless the cell passes --tools):"]
         for tool in tools.values():
             params = ", ".join(tool.parameters.get("properties", {}))
             lines.append(f"  {tool.name}({params})" + (f": {tool.description}" if tool.description else ""))

@@ -15,7 +15,6 @@ import mlx.core as mx
 
 from .display import format_bytes, plural, tools_unsupported_warning
 from .sessions import Session
-from .turn import Turn
 
 __all__ = [
     "Report", "text", "model_name", "model_summary", "status", "cache", "rendered_prompt",

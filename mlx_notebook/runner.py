@@ -16,8 +16,9 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Protocol
 
-from mlx_notebook.engine import events, responses
-from mlx_notebook.engine.errors import EngineDeadError, EngineRequestError
+from mlx_notebook.engine import (
+    EngineDeadError, EngineEvent, EngineRequestError, chat_chunks, completion_chunks,
+)
 
 from .tools import Tool, call_tool
 from .turn import Round, Turn
@@ -31,7 +32,7 @@ class View(Protocol):
     """What a turn is shown on: the notebook's ``ChatView`` or the ``TerminalView``."""
 
     def display(self) -> None: ...
-    def handle(self, event: events.EngineEvent) -> None: ...
+    def handle(self, event: EngineEvent) -> None: ...
     def tool_result(self, call_id: str, result: Any = None, error: str | None = None) -> None: ...
     def on_stop(self, callback: Callable[[], None]) -> None: ...
     def offer_tools(self, names: list[str], unsupported: bool) -> None: ...
@@ -141,7 +142,7 @@ def _consume(engine: Any, handle: Any, turn: Turn, view: View | None, kind: str)
 
 
 def _stream(engine: Any, handle: Any, turn: Turn, view: View | None, kind: str) -> None:
-    def observed(stream: Iterator[events.EngineEvent]) -> Iterator[events.EngineEvent]:
+    def observed(stream: Iterator[EngineEvent]) -> Iterator[EngineEvent]:
         for event in stream:
             turn.apply(event)
             if view is not None:
@@ -149,7 +150,7 @@ def _stream(engine: Any, handle: Any, turn: Turn, view: View | None, kind: str) 
             yield event
 
     # The engine's own chunk builder, so ``turn.chunks`` is what the HTTP path would send.
-    build = responses.chat_chunks if kind == "chat" else responses.completion_chunks
+    build = chat_chunks if kind == "chat" else completion_chunks
     chunks = build(observed(handle.events()), request=handle.request, request_id=handle.id,
                    created=int(time.time()))
     try:

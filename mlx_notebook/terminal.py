@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any, Callable, TextIO
 
-from mlx_notebook.engine import events
+from mlx_notebook.engine import ContentDelta, EngineEvent, Error, ParseProblem, ReasoningDelta, ToolCall
 
 from .turn import Turn
 
@@ -45,16 +45,16 @@ class TerminalView:
             self._start("line", f"[tools not shown to the model: its chat template cannot "
                                 f"show tools ({', '.join(names)})]")
 
-    def handle(self, event: events.EngineEvent) -> None:
-        if isinstance(event, events.ReasoningDelta):
+    def handle(self, event: EngineEvent) -> None:
+        if isinstance(event, ReasoningDelta):
             self._text("reasoning", event.text, "[thinking] ")
-        elif isinstance(event, events.ContentDelta):
+        elif isinstance(event, ContentDelta):
             self._text("content", event.text)
-        elif isinstance(event, events.ToolCall):
+        elif isinstance(event, ToolCall):
             self._start("line", f"[tool call] {event.name}({json.dumps(event.arguments)})")
-        elif isinstance(event, events.ParseProblem):
+        elif isinstance(event, ParseProblem):
             self._start("line", f"[unparsed markup: {event.message}] {event.text}")
-        elif isinstance(event, events.Error):
+        elif isinstance(event, Error):
             self._start("line", f"[error] {event.message}")
 
     def tool_result(self, call_id: str, result: Any = None, error: str | None = None) -> None:

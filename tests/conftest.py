@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mlx_notebook.engine.model_store import resolve_model
-from mlx_notebook.engine.tiny_reasoner import load_scripts
+from mlx_notebook.engine.models._store import resolve_model
+from mlx_notebook.engine.models.tiny_reasoner import load_scripts
 
 SCRIPTS = {script["name"]: script for script in load_scripts()}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mlx_notebook.engine import blas, model_store
+from mlx_notebook.engine import blas, cache_dir
 
 linux_cpu = pytest.mark.skipif(not blas._mlx_uses_reference_blas(), reason="mlx here is not the reference-BLAS CPU build")
 
@@ -115,7 +115,7 @@ def test_the_renamed_blas_lives_in_the_model_store(monkeypatch, override):
         monkeypatch.delenv("MLX_NOTEBOOK_CACHE", raising=False)
     else:
         monkeypatch.setenv("MLX_NOTEBOOK_CACHE", override)
-    assert blas._cache_root() == model_store.cache_dir()
+    assert blas._cache_root() == cache_dir()
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""The engine layer never reaches up into Jupyter or the notebook package."""
+"""Layers point down: the engine never reaches up into Jupyter or the notebook package, and
+the notebook package uses the engine only through its one public face, ``mlx_notebook.engine``."""
 
 import ast
 from pathlib import Path
@@ -30,3 +31,44 @@ def test_engine_imports_nothing_from_jupyter_or_the_notebook_layer():
 
 def test_the_check_sees_engine_modules():
     assert len(list(ENGINE.rglob("*.py"))) >= 5
+
+
+NOTEBOOK = ENGINE.parent / "mlx_notebook"
+
+
+def _absolute(path: Path, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    package = ["mlx_notebook", *path.relative_to(NOTEBOOK).parent.parts]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def _is_engine_module(name: str) -> bool:
+    return (ENGINE / name).is_dir() or (ENGINE / f"{name}.py").is_file()
+
+
+def test_the_notebook_layer_imports_only_the_engines_public_face():
+    offenders = []
+    for path in sorted(NOTEBOOK.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                deep = [a.name for a in node.names if a.name.startswith("mlx_notebook.engine.")]
+            elif isinstance(node, ast.ImportFrom):
+                module = _absolute(path, node)
+                if module.startswith("mlx_notebook.engine."):
+                    deep = [module]
+                elif module == "mlx_notebook.engine":  # names, not modules, from the face
+                    deep = [f"{module}.{a.name}" for a in node.names if _is_engine_module(a.name)]
+                else:
+                    deep = []
+            else:
+                continue
+            offenders += [f"{path.relative_to(NOTEBOOK.parent)}:{node.lineno} imports {m}" for m in deep]
+    assert offenders == []
+
+
+def test_the_request_path_reads_top_to_bottom_in_the_folders():
+    names = {path.name for path in ENGINE.iterdir()}
+    assert {"request", "models", "parsing"} <= names
+    assert not {"scheduler.py", "model_store.py", "parsers", "responses.py"} & names

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_editable_install_maps_the_engine_folder():
     import mlx_notebook
     import mlx_notebook.engine
-    import mlx_notebook.engine.model_store
+    import mlx_notebook.engine.models._store
 
     assert Path(mlx_notebook.engine.__file__).parent == ROOT / "engine"
     assert Path(mlx_notebook.__file__).parent == ROOT / "mlx_notebook"
@@ -30,7 +30,7 @@ def test_built_wheel_holds_and_imports_both_packages(tmp_path):
     )
     wheel = next(tmp_path.glob("mlx_notebook-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for expected in ["mlx_notebook/__init__.py", "mlx_notebook/engine/__init__.py", "mlx_notebook/engine/model_store.py"]:
+    for expected in ["mlx_notebook/__init__.py", "mlx_notebook/engine/__init__.py", "mlx_notebook/engine/models/_store.py"]:
         assert expected in names
     assert not any(name.startswith("engine/") for name in names)
     # Wheel data: pip installs it into <prefix>/share/jupyter/kernels, where Jupyter looks.
@@ -41,13 +41,13 @@ def test_built_wheel_holds_and_imports_both_packages(tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     # -I ignores the editable install, so the import can only come from the wheel's files.
-    code = "import mlx_notebook.engine.model_store as m, mlx_notebook as n; print(m.__file__); print(n.__file__)"
+    code = "import mlx_notebook.engine.models._store as m, mlx_notebook as n; print(m.__file__); print(n.__file__)"
     done = subprocess.run(
         [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],
         capture_output=True, text=True, check=True,
     )
     engine_file, package_file = done.stdout.split()
-    assert engine_file == str(site / "mlx_notebook" / "engine" / "model_store.py")
+    assert engine_file == str(site / "mlx_notebook" / "engine" / "models" / "_store.py")
     assert package_file == str(site / "mlx_notebook" / "__init__.py")
 
 

@@ -9,7 +9,7 @@ bracket bookkeeping is ``parsers._brackets.BracketScanner``, shared with the pyt
 
 from __future__ import annotations
 
-from ..parsers._brackets import BracketScanner
+from .parsers._brackets import BracketScanner
 
 __all__ = ["BareCallScanner", "JsonValueScanner", "make_scanner"]
 

@@ -3,7 +3,7 @@
 A family is data, not code: the stream filter reads the markers from it and calls its tool
 parser (a module with mlx-lm's ``tool_parsers`` surface) on each complete call. Bodies are
 parsed by mlx-lm's own modules where it has the family (``mlx_lm.tool_parsers.<name>``) and by
-ours in ``mlx_notebook.engine.parsers`` where it has none or needs adapting.
+ours in ``mlx_notebook.engine.parsing.parsers`` where it has none or needs adapting.
 
 Marker strings live in the parser modules (``tool_call_start``/``tool_call_end``, and the
 extra markers a module names, like ``gemma4.turn_end``): the table below reads them from the
@@ -17,8 +17,8 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-from .. import parsers
-from ..parsers import deepseek_v4, gemma4, kimi_k2, mistral, pythonic, qwen3_coder
+from . import parsers
+from .parsers import deepseek_v4, gemma4, kimi_k2, mistral, pythonic, qwen3_coder
 
 __all__ = [
     "ALIASES",

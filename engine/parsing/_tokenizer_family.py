@@ -14,7 +14,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from ..parsers import deepseek_r1, deepseek_v4, mistral
+from .parsers import deepseek_r1, deepseek_v4, mistral
 from ._families import FAMILIES, THINK_TAGS, Family, ToolMarker, family_name, load_parser
 
 __all__ = ["family_for_tokenizer", "prompt_starts_in_reasoning"]

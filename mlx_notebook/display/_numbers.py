@@ -14,8 +14,8 @@ Example::
 
 from __future__ import annotations
 
-from mlx_notebook.engine.byte_count import fixed
-from mlx_notebook.engine.byte_count import format_bytes as _format_byte_count
+from mlx_notebook.engine import format_bytes as _format_byte_count
+from mlx_notebook.engine import format_fixed as fixed
 
 __all__ = ["format_bytes", "format_seconds", "fixed", "plural"]
 

@@ -23,7 +23,7 @@ import anywidget
 import traitlets
 
 from ..display import TURN_MIME_TYPE, finish_reason_name, json_safe, turn_css, turn_mimebundle
-from ..engine.events import (
+from ..engine import (
     ContentDelta,
     Error,
     Finished,

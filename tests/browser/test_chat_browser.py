@@ -50,7 +50,7 @@ WATCH_CONTENT = """() => {
 
 HAND_FED_TURN = r'''
 import time
-from mlx_notebook.engine.events import (ContentDelta, Finished, PrefillProgress, ReasoningDelta,
+from mlx_notebook.engine._events import (ContentDelta, Finished, PrefillProgress, ReasoningDelta,
                                         Started, ToolCall, Usage)
 from mlx_notebook.turn import Turn
 from mlx_notebook.widgets import ChatView
@@ -120,7 +120,7 @@ def test_hand_fed_turn_streams_then_leaves_the_static_output(notebook_page):
 
 FAILING_TURN = r'''
 import time
-from mlx_notebook.engine.events import ContentDelta, Error, Started
+from mlx_notebook.engine._events import ContentDelta, Error, Started
 from mlx_notebook.turn import Turn
 from mlx_notebook.widgets import ChatView
 
@@ -151,7 +151,7 @@ def test_an_error_shows_in_the_live_view_and_stays_in_the_static_one(notebook_pa
 
 STOPPABLE_TURN = r'''
 import time
-from mlx_notebook.engine.events import ContentDelta, Finished, Started
+from mlx_notebook.engine._events import ContentDelta, Finished, Started
 from mlx_notebook.turn import Turn
 from mlx_notebook.widgets import ChatView
 
@@ -280,7 +280,7 @@ def test_smollm2_chat_streams_answer_and_follow_up_shows_cached_tokens(notebook_
 # answering with the scripted result.
 WEATHER_TOOL = '''import json
 from mlx_notebook import tool
-from mlx_notebook.engine.tiny_reasoner import load_scripts
+from mlx_notebook.engine.models.tiny_reasoner import load_scripts
 
 script = next(s for s in load_scripts() if s["name"] == "answer_from_tool_result")
 scripted_result = json.loads(script["messages"][-1]["content"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mlx_notebook.engine import EngineConfig, EngineRequestError
-from mlx_notebook.engine.admission import admit
+from mlx_notebook.engine.request._admission import admit
 
 CONFIG = EngineConfig()
 USER = [{"role": "user", "content": "Hi"}]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mlx_notebook.engine.byte_count import format_bytes
+from mlx_notebook.engine._byte_count import format_bytes
 
 
 @pytest.mark.parametrize(

@@ -24,10 +24,10 @@ import json
 from pathlib import Path
 
 import pytest
-from mlx_notebook.engine.errors import EngineRequestError
-from mlx_notebook.engine.parsers import deepseek_v4 as dsml
-from mlx_notebook.engine.prompt_encoders import deepseek_v4 as encoder
-from mlx_notebook.engine.prompt_encoders import encoder_for
+from mlx_notebook.engine._errors import EngineRequestError
+from mlx_notebook.engine.parsing.parsers import deepseek_v4 as dsml
+from mlx_notebook.engine.request._prompt_encoders import deepseek_v4 as encoder
+from mlx_notebook.engine.request._prompt_encoders import encoder_for
 
 GOLDENS = Path(__file__).parent / "goldens" / "deepseek_v4"
 DSML_GOLDENS = json.loads((GOLDENS / "dsml_outputs.json").read_text(encoding="utf-8"))

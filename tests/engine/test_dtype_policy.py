@@ -13,9 +13,9 @@ import pytest
 from mlx.utils import tree_flatten
 
 from mlx_notebook.engine import Engine, EngineError
-from mlx_notebook.engine.dtype_policy import choose_dtype
-from mlx_notebook.engine.model_info import describe_weights
-from mlx_notebook.engine.model_store import resolve_model
+from mlx_notebook.engine.models._dtype_policy import choose_dtype
+from mlx_notebook.engine.models._info import describe_weights
+from mlx_notebook.engine.models._store import resolve_model
 
 CPU = None  # what accelerator() answers on a CPU
 

@@ -12,8 +12,8 @@ import mlx.core as mx
 import pytest
 
 from mlx_notebook.engine.cli import main as cli_main
-from mlx_notebook.engine.errors import ModelStoreError
-from mlx_notebook.engine.model_store import fetch_default_gguf, resolve_model
+from mlx_notebook.engine._errors import ModelStoreError
+from mlx_notebook.engine.models._store import fetch_default_gguf, resolve_model
 
 QUESTION = "What is the capital of France? Answer in one sentence."
 

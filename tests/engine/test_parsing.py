@@ -14,6 +14,7 @@ from mlx_notebook.engine.parsing import (
     merge_events,
     parse_output,
 )
+from parsing_cases.streaming import pieces, streamed
 from parsing_cases import core, families
 
 CASES = core.CASES + families.CASES
@@ -22,13 +23,7 @@ IDS = [c[0] for c in CASES]
 
 def stream(text, family, sizes, **options):
     """Feed ``text`` in pieces of the given sizes (cycled); return the merged events."""
-    f = StreamFilter(family, **options)
-    events, pos, i = [], 0, 0
-    while pos < len(text):
-        n = sizes[i % len(sizes)]
-        events += f.feed(text[pos:pos + n])
-        pos, i = pos + n, i + 1
-    return merge_events(events + f.finish())
+    return streamed(StreamFilter(family, **options), pieces(text, sizes))
 
 
 def random_sizes(seed, length):

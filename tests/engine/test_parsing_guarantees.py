@@ -8,6 +8,7 @@ from mlx_notebook.engine.parsing import (
     merge_events,
     parse_output,
 )
+from parsing_cases.streaming import streamed
 from parsing_cases.samples import CALLS
 
 FAMILIES_WITH_TOOLS = sorted(CALLS)
@@ -15,11 +16,7 @@ REASONING_FAMILIES = sorted(f for f in CALLS if FAMILIES[f].think)
 
 
 def run(family, deltas, **options):
-    f = StreamFilter(family, **options)
-    events = []
-    for d in deltas:
-        events += f.feed(d)
-    return merge_events(events + f.finish())
+    return streamed(StreamFilter(family, **options), deltas)
 
 
 def test_every_family_with_tools_has_a_sample():

@@ -2,7 +2,9 @@
 greedy replies (DESIGN.md's test asset), token by token as the engine sees them."""
 
 import pytest
-from mlx_notebook.engine.parsing import StreamFilter, merge_events, parse_output, trace
+from parsing_cases.streaming import streamed
+
+from mlx_notebook.engine.parsing import StreamFilter, parse_output, trace
 
 pytestmark = pytest.mark.model
 
@@ -10,8 +12,8 @@ pytestmark = pytest.mark.model
 @pytest.fixture(scope="module")
 def reasoner():
     from mlx_lm import load
-    from mlx_notebook.engine.model_store import resolve_model
-    from mlx_notebook.engine.tiny_reasoner import load_scripts
+    from mlx_notebook.engine.models._store import resolve_model
+    from mlx_notebook.engine.models.tiny_reasoner import load_scripts
 
     model, tokenizer = load(str(resolve_model("tiny-reasoner", progress=False)))
     return model, tokenizer, {s["name"]: s for s in load_scripts()}
@@ -55,11 +57,8 @@ def test_greedy_generation_streams_into_the_scripted_parse(reasoner, name):
     script = scripts[name]
     prompt = render(tokenizer, script)
     f = StreamFilter.for_tokenizer(tokenizer, prompt, tools=script.get("tools"))
-    events, text = [], ""
-    for response in stream_generate(model, tokenizer, prompt, max_tokens=200):
-        text += response.text
-        events += f.feed(response.text)
-    events = merge_events(events + f.finish())
+    deltas = [response.text for response in stream_generate(model, tokenizer, prompt, max_tokens=200)]
+    text, events = "".join(deltas), streamed(f, deltas)
     expected = parse_output(script["reply"], f.family, tools=script.get("tools"),
                             starts_in_reasoning=f.starts_in_reasoning)
     assert text == script["reply"]

@@ -12,9 +12,9 @@ from mlx_notebook.engine import (
     ContentDelta, EngineConfig, EngineRequestError, Error, Finished, ReasoningDelta,
     TokenLogprobs, ToolCall, Usage,
 )
-from mlx_notebook.engine.admission import admit
-from mlx_notebook.engine.reply_stream import _StopGuard
-from mlx_notebook.engine.responses import chat_chunks, chat_completion, completion_chunks, text_completion
+from mlx_notebook.engine.request._admission import admit
+from mlx_notebook.engine.request._reply_stream import _StopGuard
+from mlx_notebook.engine.request._responses import chat_chunks, chat_completion, completion_chunks, text_completion
 
 USAGE = Usage(prompt_tokens=7, cached_tokens=3, completion_tokens=4, time_to_first_token=0.1,
               prefill_tokens_per_second=70.0, decode_tokens_per_second=40.0, peak_memory=1000)

@@ -7,8 +7,8 @@ import json
 import mlx_lm
 import pytest
 
-from mlx_notebook.engine.tiny_reasoner import RECIPE_HASH, load_scripts
-from mlx_notebook.engine.tiny_reasoner._recipe import recipe_hash
+from mlx_notebook.engine.models.tiny_reasoner import RECIPE_HASH, load_scripts
+from mlx_notebook.engine.models.tiny_reasoner._recipe import recipe_hash
 
 SCRIPTS = {script["name"]: script for script in load_scripts()}
 
@@ -106,7 +106,7 @@ def test_scripts_cover_the_required_behaviours():
 
 @pytest.mark.model
 def test_replay_command_reports_every_script_reproduced(built_dir, capsys):
-    from mlx_notebook.engine.tiny_reasoner.__main__ import main
+    from mlx_notebook.engine.models.tiny_reasoner.__main__ import main
 
     assert main([str(built_dir)]) == 0
     out = capsys.readouterr().out
@@ -115,8 +115,8 @@ def test_replay_command_reports_every_script_reproduced(built_dir, capsys):
 
 
 def _render(messages, **kwargs):
-    from mlx_notebook.engine.tiny_reasoner._recipe import chat_template
-    from mlx_notebook.engine.tiny_reasoner._tokenizer import byte_tokenizer
+    from mlx_notebook.engine.models.tiny_reasoner._recipe import chat_template
+    from mlx_notebook.engine.models.tiny_reasoner._tokenizer import byte_tokenizer
 
     return byte_tokenizer(chat_template()).apply_chat_template(messages, tokenize=False, **kwargs)
 
@@ -143,7 +143,7 @@ def test_template_groups_consecutive_tool_results_into_one_user_turn():
 def test_the_training_bar_counts_the_steps_taken_and_promises_no_total(tmp_path, capfd):
     import re
 
-    from mlx_notebook.engine.tiny_reasoner import build_tiny_reasoner
+    from mlx_notebook.engine.models.tiny_reasoner import build_tiny_reasoner
 
     build_tiny_reasoner(tmp_path, progress=True)
     renders = [r.strip() for r in re.split(r"[\r\n]", capfd.readouterr().err) if r.strip()]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mlx_notebook.display import TURN_MIME_TYPE
-from mlx_notebook.engine.events import (
+from mlx_notebook.engine._events import (
     ContentDelta,
     Error,
     Finished,
@@ -397,7 +397,7 @@ def test_the_live_card_warns_when_the_template_cannot_show_the_tools():
 
 STREAM_IN_BACKGROUND = r'''
 import threading, time
-from mlx_notebook.engine.events import ContentDelta, Finished, Started
+from mlx_notebook.engine._events import ContentDelta, Finished, Started
 from mlx_notebook.turn import Turn
 from mlx_notebook.widgets import ChatView
 
@@ -469,7 +469,7 @@ def test_each_streaming_cell_gets_its_own_final_output(kernel):
 
 
 HEADLESS_NOTEBOOK_CELL = r'''
-from mlx_notebook.engine.events import ContentDelta, Finished, ReasoningDelta, Started, Usage
+from mlx_notebook.engine._events import ContentDelta, Finished, ReasoningDelta, Started, Usage
 from mlx_notebook.turn import Turn
 from mlx_notebook.widgets import ChatView
 

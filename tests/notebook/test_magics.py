@@ -19,12 +19,12 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
-from mlx_notebook.engine.errors import EngineDeadError
+from mlx_notebook.engine._errors import EngineDeadError
 from mlx_notebook.runner import ToolRoundsExceeded
 from mlx_notebook.tools import make_tool
 from mlx_notebook.turn import Turn
 
-SCRIPTS = Path(__file__).parents[2] / "engine" / "tiny_reasoner" / "scripts.json"
+SCRIPTS = Path(__file__).parents[2] / "engine" / "models" / "tiny_reasoner" / "scripts.json"
 PARIS = "What is the capital of France? Answer in one sentence."
 
 
@@ -192,10 +192,10 @@ def test_mlx_trace_runs_the_parser_debugger_on_a_variable(bare_shell, capsys):
 
 
 def _trace_error(family: str) -> str:
-    from mlx_notebook.engine import parsing
+    from mlx_notebook.engine import trace_text
 
     try:
-        parsing.trace("x", family)
+        trace_text("x", family)
     except (KeyError, ValueError) as exc:
         return str(exc).strip("'")
     raise AssertionError("expected an unknown family to fail")

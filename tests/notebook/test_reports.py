@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from mlx_notebook import reports
 from mlx_notebook.display import footer_items
-from mlx_notebook.engine.prompt_cache import CacheInfo, CacheLookup
+from mlx_notebook.engine.request._prompt_cache import CacheInfo, CacheLookup
 from mlx_notebook.sessions import Session
 from mlx_notebook.turn import Round, Turn
 

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from mlx_notebook.engine import events
+from mlx_notebook.engine import ContentDelta, ParseProblem, ReasoningDelta, ToolCall
 from mlx_notebook.terminal import TerminalView
 from mlx_notebook.turn import Turn
 
@@ -16,7 +16,7 @@ def _shown(event_list, *, trim_edges=True, interrupted=False, results=()):
     view = TerminalView("m", "s", stream=out, trim_edges=trim_edges)
     for event in event_list:
         view.handle(event)
-        if isinstance(event, events.ToolCall):
+        if isinstance(event, ToolCall):
             for call_id, result, error in results:
                 view.tool_result(call_id, result=result, error=error)
     turn = Turn(model="m", session="s", request={}, interrupted=interrupted, content="x")
@@ -28,13 +28,13 @@ def _shown(event_list, *, trim_edges=True, interrupted=False, results=()):
     "event_list, expected",
     [
         # The blank lines around <think> markup are template whitespace, never shown.
-        ([events.ReasoningDelta("\n"), events.ReasoningDelta("Add"), events.ReasoningDelta(" them.\n"),
-          events.ContentDelta("\n\n"), events.ContentDelta("42"), events.ContentDelta(".")],
+        ([ReasoningDelta("\n"), ReasoningDelta("Add"), ReasoningDelta(" them.\n"),
+          ContentDelta("\n\n"), ContentDelta("42"), ContentDelta(".")],
          "[thinking] Add them.\n42.\n"),
         # Whitespace inside a section is kept once more text follows it.
-        ([events.ContentDelta("a\n"), events.ContentDelta("\nb")], "a\n\nb\n"),
-        ([events.ContentDelta("Hi")], "Hi\n"),
-        ([events.ParseProblem("<tool_call>{", "no JSON")], "[unparsed markup: no JSON] <tool_call>{\n"),
+        ([ContentDelta("a\n"), ContentDelta("\nb")], "a\n\nb\n"),
+        ([ContentDelta("Hi")], "Hi\n"),
+        ([ParseProblem("<tool_call>{", "no JSON")], "[unparsed markup: no JSON] <tool_call>{\n"),
     ],
 )
 def test_events_stream_as_plain_text(event_list, expected):
@@ -43,7 +43,7 @@ def test_events_stream_as_plain_text(event_list, expected):
 
 def test_tool_calls_and_results_get_a_line_each():
     shown = _shown(
-        [events.ReasoningDelta("Call it."), events.ToolCall(0, "call_1", "get_weather", {"city": "Paris"}, "")],
+        [ReasoningDelta("Call it."), ToolCall(0, "call_1", "get_weather", {"city": "Paris"}, "")],
         results=[("call_1", {"temperature_c": 18}, None)],
     )
     assert shown == ('[thinking] Call it.\n[tool call] get_weather({"city": "Paris"})\n'
@@ -51,6 +51,6 @@ def test_tool_calls_and_results_get_a_line_each():
 
 
 def test_completions_keep_their_edges_and_interrupts_are_marked():
-    shown = _shown([events.ContentDelta(" Paris"), events.ContentDelta(".\n")], trim_edges=False,
+    shown = _shown([ContentDelta(" Paris"), ContentDelta(".\n")], trim_edges=False,
                    interrupted=True)
     assert shown == " Paris.\n [stopped]\n[stopped, 0 prompt tokens (0 cached), 0 completion tokens]\n"

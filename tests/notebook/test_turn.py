@@ -36,13 +36,13 @@ def test_plain_text_tells_a_tool_turn_in_the_order_it_happened():
 # -- folding engine events: the one place a turn's totals come from ---------------------------
 
 def _usage_event(prompt, cached, completion, *, ttft=0.1, peak=100, drafted=None):
-    from mlx_notebook.engine.events import Usage as UsageEvent
+    from mlx_notebook.engine._events import Usage as UsageEvent
 
     return UsageEvent(prompt, cached, completion, ttft, 900.0, 40.0, peak, drafted)
 
 
 def test_folding_a_tool_loop_sums_usage_over_rounds_and_keeps_the_first_ttft_and_the_peak():
-    from mlx_notebook.engine.events import ContentDelta, Finished, ReasoningDelta, Started, ToolCall
+    from mlx_notebook.engine._events import ContentDelta, Finished, ReasoningDelta, Started, ToolCall
 
     turn = Turn(model="m", session="s", request={"messages": []})
     turn.begin_round(turn.request, "r1")
@@ -67,7 +67,7 @@ def test_folding_a_tool_loop_sums_usage_over_rounds_and_keeps_the_first_ttft_and
 
 
 def test_a_cancelled_round_folds_as_stopped_and_unrun_calls_say_why():
-    from mlx_notebook.engine.events import Finished, Started, ToolCall
+    from mlx_notebook.engine._events import Finished, Started, ToolCall
 
     turn = Turn(model="m", session="s", request={})
     for event in [Started("r1", 5, 0), ToolCall(0, "c1", "f", {}, ""), Finished("cancelled")]:
@@ -79,8 +79,8 @@ def test_a_cancelled_round_folds_as_stopped_and_unrun_calls_say_why():
 
 def test_a_call_that_fails_after_it_started_still_counts_its_prompt():
     # The live footer showed the prompt's counts from Started; the saved turn says the same.
-    from mlx_notebook.engine.errors import EngineRequestError
-    from mlx_notebook.engine.events import ContentDelta, Started
+    from mlx_notebook.engine._errors import EngineRequestError
+    from mlx_notebook.engine._events import ContentDelta, Started
 
     turn = Turn(model="m", session="s", request={})
     for event in [Started("r1", 12, 4), ContentDelta("Half")]:
@@ -93,7 +93,7 @@ def test_a_call_that_fails_after_it_started_still_counts_its_prompt():
 
 
 def test_logprobs_fold_into_typed_records_that_read_like_the_old_dicts():
-    from mlx_notebook.engine.events import TokenLogprobs
+    from mlx_notebook.engine._events import TokenLogprobs
 
     turn = Turn(model="m", session="s", request={})
     turn.apply(TokenLogprobs(7, "It", -0.1, (("It", -0.1), ("The", -2.5))))

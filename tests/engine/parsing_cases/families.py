@@ -201,7 +201,7 @@ DSML_PARSED = [("get_weather", {"city": 'Paris "<b>" {"x": 1}', "days": 3}),
                ("get_time", {"tz": "UTC"})]
 
 CASES += [
-    # deepseek_v4: think tags; DSML tool-call blocks (parser: engine/parsers/deepseek_v4.py).
+    # deepseek_v4: think tags; DSML tool-call blocks (parser: engine/parsing/parsers/deepseek_v4.py).
     ("deepseek_v4_think_then_parallel_calls", "deepseek_v4",
      f"Two lookups.</think>Checking.\n\n{DSML_CALLS}", {"starts_in_reasoning": True},
      expect("Two lookups.", "Checking.\n\n", tool_calls=DSML_PARSED)),

@@ -31,9 +31,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import EngineRequestError
-from ..parsers.deepseek_v4 import DSML_TOKEN as DSML
-from ..parsers.deepseek_v4 import tool_call_end, tool_call_start
+from ..._errors import EngineRequestError
+from ...parsing.parsers.deepseek_v4 import DSML_TOKEN as DSML
+from ...parsing.parsers.deepseek_v4 import tool_call_end, tool_call_start
 
 __all__ = [
     "ASSISTANT",

@@ -13,12 +13,12 @@ from queue import SimpleQueue
 
 import mlx.core as mx
 
-from .admission import GenerationRequest
-from .events import (
+from ._admission import GenerationRequest
+from .._events import (
     ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, Started, TokenLogprobs,
     ToolCall, Usage,
 )
-from .parsing import StreamFilter
+from ..parsing import StreamFilter
 
 __all__ = ["ReplyStream"]
 

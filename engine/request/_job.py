@@ -10,8 +10,8 @@ import threading
 from dataclasses import dataclass, field
 from queue import SimpleQueue
 
-from .admission import GenerationRequest
-from .rendering import RenderedPrompt
+from ._admission import GenerationRequest
+from ._rendering import RenderedPrompt
 
 __all__ = ["Job"]
 

@@ -6,9 +6,9 @@ import html
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .admission import GenerationRequest
-from .prompt_cache import CacheLookup
-from .rendering import Segment
+from ._admission import GenerationRequest
+from ._prompt_cache import CacheLookup
+from ._rendering import Segment
 
 __all__ = ["Inspection", "request_options", "TOOLS_NOT_RENDERED"]
 

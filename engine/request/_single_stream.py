@@ -22,8 +22,8 @@ import mlx.core as mx
 from mlx_lm.generate import generate_step, speculative_generate_step
 from mlx_lm.models.cache import trim_prompt_cache
 
-from .events import PrefillProgress
-from .job import Job
+from .._events import PrefillProgress
+from ._job import Job
 
 __all__ = ["Cancelled", "SingleStream"]
 

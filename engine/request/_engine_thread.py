@@ -21,13 +21,13 @@ from typing import Any, Callable
 
 import mlx.core as mx
 
-from ._config import EngineConfig
-from .errors import EngineError
-from .events import Error
-from .model_info import ModelInfo, describe_model
-from .prompt_cache import PromptCache
-from .job import Job
-from .scheduler import Scheduler
+from .._config import EngineConfig
+from .._errors import EngineError
+from .._events import Error
+from ..models._info import ModelInfo, describe_model
+from ._prompt_cache import PromptCache
+from ._job import Job
+from ._scheduler import Scheduler
 
 __all__ = ["EngineThread", "FinishedTrace"]
 
@@ -63,7 +63,7 @@ class _Crash(Exception):
 
 
 def _resolve(spec: str | None, config: EngineConfig) -> Path:
-    from .model_store import resolve_model
+    from ..models._store import resolve_model
 
     return Path(resolve_model(spec, dtype=config.dtype, progress=config.progress))
 

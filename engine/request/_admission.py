@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ._config import EngineConfig
-from .errors import EngineRequestError
+from .._config import EngineConfig
+from .._errors import EngineRequestError
 
 __all__ = [
     "SamplingOptions",

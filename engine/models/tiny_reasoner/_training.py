@@ -16,7 +16,7 @@ from mlx_lm.tokenizer_utils import TokenizerWrapper
 from mlx_lm.tokenizer_utils import load as load_tokenizer
 from tqdm import tqdm
 
-from ..errors import ModelStoreError
+from ..._errors import ModelStoreError
 from ._recipe import HYPERPARAMETERS, RECIPE_HASH, Hyperparameters, chat_template, load_scripts
 from ._tokenizer import EOS_TOKEN, byte_tokenizer, make_tokenizer
 

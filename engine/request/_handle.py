@@ -5,10 +5,10 @@ from __future__ import annotations
 from queue import Empty
 from typing import Iterator
 
-from .admission import GenerationRequest
-from .events import EngineEvent, Error, Finished
-from .rendering import RenderedPrompt
-from .job import Job
+from ._admission import GenerationRequest
+from .._events import EngineEvent, Error, Finished
+from ._rendering import RenderedPrompt
+from ._job import Job
 
 __all__ = ["RequestHandle"]
 

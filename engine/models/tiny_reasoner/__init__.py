@@ -9,7 +9,7 @@ garbage. It exists so that reasoning, tool-call parsing, streaming and prompt ca
 tested and shown on a real mlx-lm model that builds offline in seconds (measured here: 6 s with
 OpenBLAS preloaded, 31 s of CPU with mlx's bundled reference BLAS).
 
-See it replay the scripts: ``python -m mlx_notebook.engine.tiny_reasoner [MODEL_DIR]``.
+See it replay the scripts: ``python -m mlx_notebook.engine.models.tiny_reasoner [MODEL_DIR]``.
 """
 
 from ._recipe import RECIPE_HASH, load_scripts

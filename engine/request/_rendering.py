@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ._upstream import role_mapping_prompt
-from .admission import GenerationRequest
-from .prompt_encoders import encoder_for
-from .errors import EngineRequestError
+from .._upstream import role_mapping_prompt
+from ._admission import GenerationRequest
+from ._prompt_encoders import encoder_for
+from .._errors import EngineRequestError
 
 __all__ = ["Segment", "RenderedPrompt", "render"]
 

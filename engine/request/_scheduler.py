@@ -23,13 +23,13 @@ from mlx_lm.generate import BatchGenerator, make_stop_sequences
 from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
-from ._config import EngineConfig
-from .admission import GenerationRequest
-from .events import Error, PrefillProgress
-from .job import Job
-from .prompt_cache import PromptCache
-from .reply_stream import ReplyStream
-from .single_stream import Cancelled, SingleStream
+from .._config import EngineConfig
+from ._admission import GenerationRequest
+from .._events import Error, PrefillProgress
+from ._job import Job
+from ._prompt_cache import PromptCache
+from ._reply_stream import ReplyStream
+from ._single_stream import Cancelled, SingleStream
 
 __all__ = ["Scheduler", "default_prefill_step_size"]
 

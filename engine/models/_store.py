@@ -25,9 +25,9 @@ from typing import Callable
 
 from tqdm.auto import tqdm
 
-from .dtype_policy import DTYPES, accelerator, choose_dtype, gguf_parameter_bound
-from .errors import ModelStoreError
-from .gguf_import import import_gguf
+from ._dtype_policy import DTYPES, accelerator, choose_dtype, gguf_parameter_bound
+from .._errors import ModelStoreError
+from ._gguf_import import import_gguf
 
 __all__ = [
     "DEFAULT_MODEL",

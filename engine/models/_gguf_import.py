@@ -16,7 +16,7 @@ from typing import Any
 import mlx.core as mx
 from tqdm.auto import tqdm
 
-from .errors import ModelStoreError
+from .._errors import ModelStoreError
 
 __all__ = ["import_gguf", "IMPORT_DTYPES", "SUPPORTED_ARCHITECTURES"]
 

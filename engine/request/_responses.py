@@ -13,10 +13,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from . import _upstream
-from .admission import GenerationRequest
-from .errors import EngineRequestError
-from .events import (
+from .. import _upstream
+from ._admission import GenerationRequest
+from .._errors import EngineRequestError
+from .._events import (
     ContentDelta, Error, Finished, ReasoningDelta, TokenLogprobs, ToolCall, Usage,
 )
 

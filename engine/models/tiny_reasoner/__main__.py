@@ -1,4 +1,4 @@
-"""Replay every script on the tiny reasoner: `python -m mlx_notebook.engine.tiny_reasoner [MODEL_DIR]`.
+"""Replay every script on the tiny reasoner: `python -m mlx_notebook.engine.models.tiny_reasoner [MODEL_DIR]`.
 
 Without MODEL_DIR the model comes from the model store (built on first use). Each script's
 prompt goes through plain mlx-lm (`apply_chat_template`, greedy `generate`); the exit status is
@@ -19,7 +19,7 @@ def main(argv: list[str]) -> int:
     if argv:
         path = Path(argv[0])
     else:
-        from ..model_store import resolve_model
+        from .._store import resolve_model
 
         path = resolve_model("tiny-reasoner")
     model, tokenizer = mlx_lm.load(str(path))
