@@ -144,9 +144,20 @@ def render(request: GenerationRequest, tokenizer, *, model_type: str = "") -> Re
     if not tokens:
         raise EngineRequestError("The rendered prompt is empty.", param="messages")
     segments = _segments(request, tokenizer, tokens, request.template_kwargs)
-    tools_rendered = None
-    if request.tools:
-        # A template without a tools block renders the same text with and without them
-        # (SmolLM2's); one more render, only for tool requests, tells the caller so.
-        tools_rendered = text != _chat_text(replace(request, tools=None), tokenizer, model_type)
-    return RenderedPrompt(text, tuple(tokens), segments, tools_rendered)
+    return RenderedPrompt(text, tuple(tokens), segments, _tools_rendered(request, text, tokenizer, model_type))
+
+
+def _tools_rendered(request: GenerationRequest, text: str, tokenizer, model_type: str) -> bool | None:
+    """Whether the request's tools changed the prompt; None without tools.
+
+    A template without a tools block renders the same text with and without them (SmolLM2's):
+    one more render, only for tool requests, tells the caller so. A template that refuses to
+    render without tools plainly uses them: the request itself already rendered, so that
+    refusal never fails it.
+    """
+    if not request.tools:
+        return None
+    try:
+        return text != _chat_text(replace(request, tools=None), tokenizer, model_type)
+    except EngineRequestError:
+        return True

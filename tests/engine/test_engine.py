@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mlx_notebook.engine import (
-    ContentDelta, EngineRequestError, Finished, PrefillProgress, ReasoningDelta, Started,
+    ContentDelta, Engine, EngineRequestError, Finished, PrefillProgress, ReasoningDelta, Started,
     TokenLogprobs, ToolCall, Usage,
 )
 
@@ -228,3 +228,15 @@ def test_a_template_that_cannot_show_tools_is_reported(smollm2_engine, tiny_engi
     assert tiny_engine.inspect(tools_body).tools_rendered is True
     assert tiny_engine.inspect({"messages": body["messages"]}).tools_rendered is None
     assert "cannot show tools" not in str(tiny_engine.inspect(tools_body))
+
+
+def test_a_template_that_needs_its_tools_still_renders_a_tool_request(tiny_reasoner_path):
+    # A template that raises without tools must not fail a request that has them.
+    template = ("{% if not tools %}{{ raise_exception('tools are required') }}{% endif %}"
+                "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                "{% for t in tools %}{{ t.function.name }}{% endfor %}<|im_start|>assistant\n")
+    with Engine(str(tiny_reasoner_path), progress=False, chat_template=template) as engine:
+        body = {"messages": [{"role": "user", "content": "Time?"}], "tools": [TIME_TOOL]}
+        assert engine.inspect(body).tools_rendered is True
+        with pytest.raises(EngineRequestError, match="tools are required"):
+            engine.inspect({"messages": body["messages"]})
