@@ -117,6 +117,14 @@ def _check(config: EngineConfig) -> None:
         raise EngineError("reasoning_field must be 'reasoning' or 'reasoning_content'.")
     if config.dtype not in DTYPES:
         raise EngineError(f"Unknown dtype {config.dtype!r}: use one of {', '.join(DTYPES)}.")
+    for name, least in (("prefill_step_size", 1), ("max_kv_size", 1), ("decode_concurrency", 1),
+                        ("prefill_concurrency", 1), ("prompt_cache_entries", 1),
+                        ("prompt_cache_bytes", 0)):
+        value = getattr(config, name)
+        if value is None and name in ("prefill_step_size", "max_kv_size"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise EngineError(f"{name} must be a whole number of at least {least}, not {value!r}.")
     unknown = set(config.default_sampling) - set(SAMPLING_DEFAULTS)
     if unknown:
         raise EngineError(

@@ -217,3 +217,14 @@ def test_an_engine_takes_a_config_checked_once_where_none_means_the_default(tiny
         EngineConfig(draft_model="d", max_kv_size=64)
     with pytest.raises(EngineError, match="Engine\\(\\) got .*'dtyp'"):
         Engine(str(tiny_reasoner_path), dtyp="float32")
+
+
+@pytest.mark.parametrize("option, value", [
+    ("prefill_step_size", 0), ("prefill_step_size", -64), ("prefill_step_size", 2.5),
+    ("max_kv_size", 0), ("decode_concurrency", 0), ("prompt_cache_bytes", -1), ("prompt_cache_entries", True),
+])
+def test_engine_sizes_are_checked_before_anything_loads(option, value):
+    from mlx_notebook.engine import EngineConfig, EngineError
+
+    with pytest.raises(EngineError, match=f"^{option} must be a whole number of at least"):
+        EngineConfig(**{option: value})
