@@ -110,21 +110,22 @@ class MlxMagics(Magics):
     def load_model(self, line: str = ""):
         """Start (or replace) the kernel-resident engine with a model and print what it is."""
         args = _parse(self.load_model, line, "%load_model")
-        from mlx_notebook.engine import Engine
+        from mlx_notebook.engine import Engine, EngineConfig
 
         sampling = {k: getattr(args, k) for k in ("temperature", "top_p", "top_k", "min_p", "max_tokens")
                     if getattr(args, k) is not None}
-        options = {
-            "prompt_cache_bytes": args.prompt_cache_bytes, "max_kv_size": args.max_kv_size,
-            "adapter_path": args.adapter, "draft_model": args.draft_model,
-            "chat_template": read_template(args.chat_template), "dtype": args.dtype,
-            "default_sampling": sampling or None,
-        }
+        # Checked before the old model is freed: a bad flag keeps the loaded engine.
+        with as_usage_errors("%load_model"):
+            config = EngineConfig(
+                model_spec=args.spec, progress=not args.no_progress, dtype=args.dtype,
+                prompt_cache_bytes=args.prompt_cache_bytes, max_kv_size=args.max_kv_size,
+                adapter_path=args.adapter, draft_model=args.draft_model,
+                chat_template=read_template(args.chat_template), default_sampling=sampling,
+            )
         # Free the old model first: two models at once may not fit in memory.
         self.close()
         with as_usage_errors("%load_model"):
-            self.engine = Engine(args.spec, progress=not args.no_progress,
-                                 **{k: v for k, v in options.items() if v is not None})
+            self.engine = Engine(config=config)
         display(reports.model_summary(self.engine.model_info))
         from mlx_notebook.engine import slow_blas_note
 

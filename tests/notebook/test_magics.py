@@ -743,3 +743,11 @@ def test_tools_a_template_cannot_show_are_flagged_on_the_turn_and_warned_once(sm
     assert "never saw get_time" not in out  # warned once per session
     result, _, _ = run(smollm2_shell, "%%chat --session clock --tools none --max-tokens 1\nThanks.", capsys)
     assert result.result.tools_offered == [] and not result.result.tools_unsupported
+
+
+@pytest.mark.model
+def test_a_bad_load_model_flag_keeps_the_loaded_engine(reasoner_shell, tiny_reasoner_path, capsys):
+    engine = magics_of(reasoner_shell).engine
+    fails_with(reasoner_shell, f"%load_model {tiny_reasoner_path} --max-kv-size 0 --no-progress",
+               "%load_model: --max-kv-size must be a whole number of at least 1, not 0.", capsys)
+    assert magics_of(reasoner_shell).engine is engine and engine.healthy
