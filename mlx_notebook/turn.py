@@ -177,8 +177,8 @@ class Turn:
         """
         fold = _folds().get(type(event))
         if fold is not None:
-            fold(self, event)
-            self.refresh()
+            if fold(self, event) is not _TOTALS_KEPT:
+                self.refresh()
 
     def _current_round(self) -> Round:
         return self.rounds[-1] if self.rounds else self.begin_round(self.request)
@@ -311,23 +311,37 @@ def _started(turn: Turn, event: Any) -> None:
     round_.usage = Usage(event.prompt_tokens, event.cached_tokens, 0)
 
 
-def _reasoning(turn: Turn, event: Any) -> None:
-    turn._current_round().reasoning += event.text
+# Per-token folds keep the totals up to date themselves and say so: ``refresh`` joins every
+# round's reasoning, which per token would copy the whole reasoning again each time.
+_TOTALS_KEPT = object()
 
 
-def _content(turn: Turn, event: Any) -> None:
-    turn._current_round().content += event.text
+def _reasoning(turn: Turn, event: Any) -> object:
+    round_ = turn._current_round()
+    if event.text and not round_.reasoning and turn.reasoning:
+        turn.reasoning += "\n"  # as refresh joins the rounds' reasoning
+    round_.reasoning += event.text
+    turn.reasoning += event.text
+    return _TOTALS_KEPT
+
+
+def _content(turn: Turn, event: Any) -> object:
+    round_ = turn._current_round()
+    round_.content += event.text
+    turn.content = round_.content
+    return _TOTALS_KEPT
 
 
 def _tool_call(turn: Turn, event: Any) -> None:
     turn._current_round().tool_calls.append(ToolCallRecord(event.id, event.name, dict(event.arguments)))
 
 
-def _token_logprobs(turn: Turn, event: Any) -> None:
+def _token_logprobs(turn: Turn, event: Any) -> object:
     if turn.logprobs is None:
         turn.logprobs = []
     top = tuple(TopLogprob(token, logprob) for token, logprob in event.top)
     turn.logprobs.append(TokenLogprob(event.token_id, event.token, event.logprob, top))
+    return _TOTALS_KEPT
 
 
 def _usage(turn: Turn, event: Any) -> None:
@@ -348,7 +362,7 @@ def _finished(turn: Turn, event: Any) -> None:
 
 
 @functools.cache
-def _folds() -> dict[type, Callable[[Turn, Any], None]]:
+def _folds() -> dict[type, Callable[[Turn, Any], object]]:
     from mlx_notebook.engine import (
         ContentDelta, Finished, ReasoningDelta, Started, TokenLogprobs, ToolCall, Usage as UsageEvent,
     )

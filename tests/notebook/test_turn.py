@@ -134,3 +134,18 @@ def test_a_turn_built_from_dicts_holds_typed_parts():
     assert turn.tool_calls == [ToolCallRecord("c", "f", {"x": 1})]
     assert turn.logprobs == [TokenLogprob(None, "a", -0.5, (TopLogprob("a", -0.5),))]
     assert turn.summary() == "None, 3 prompt tokens (1 cached), 2 completion tokens, 1 tool call, 1.50 s"
+
+
+def test_text_folded_token_by_token_reads_as_the_rounds_joined_at_every_step():
+    from mlx_notebook.engine._events import ContentDelta, ReasoningDelta, Started
+
+    turn = Turn(model="m", session="s", request={"messages": []})
+    steps = [Started("r1", 5, 0), ReasoningDelta(""), ReasoningDelta("Look"), ReasoningDelta(" up."),
+             ContentDelta("Calling."), Started("r2", 9, 5), ContentDelta("A"), ReasoningDelta(""),
+             ReasoningDelta("Sunny."), ContentDelta("B")]
+    for event in steps:
+        turn.apply(event)
+        seen = (turn.content, turn.reasoning)
+        turn.refresh()  # what deriving the totals from the rounds gives at this point
+        assert seen == (turn.content, turn.reasoning), event
+    assert (turn.content, turn.reasoning) == ("AB", "Look up.\nSunny.")
