@@ -35,6 +35,7 @@ from ..engine import (
     ToolCall,
     Usage,
 )
+from .._upstream import keep_front_end_subshell
 from ..turn import Turn
 
 __all__ = ["ChatView", "MAX_MESSAGES_PER_SECOND"]
@@ -136,7 +137,6 @@ class ChatView(anywidget.AnyWidget):
         self.on_msg(self._on_front_end_message)
         self._route_stop_to_the_front_ends_subshell()
 
-    # -- public API used by the magics ------------------------------------------------------
     def _route_stop_to_the_front_ends_subshell(self) -> None:
         """Let Stop reach the kernel while this turn's cell is busy.
 
@@ -146,18 +146,10 @@ class ChatView(anywidget.AnyWidget):
         turn it is meant to stop (measured: handled 2.3 s later, after the cell ended). Only
         Stop keeps the subshell the front end chose: it just sets flags (under a lock).
         """
-        route = getattr(getattr(self, "comm", None), "_reply_subshell_for", None)
-        if route is None:  # another kernel, or an ipykernel without subshells
-            return
+        keep_front_end_subshell(getattr(self, "comm", None),
+                                lambda content: isinstance(content, dict) and content.get("kind") == "stop")
 
-        def reply_subshell_for(data: Any, default: Any) -> Any:
-            content = data.get("content") if isinstance(data, dict) else None
-            if isinstance(content, dict) and content.get("kind") == "stop":
-                return default
-            return route(data, default)
-
-        self.comm._reply_subshell_for = reply_subshell_for
-
+    # -- public API used by the magics ------------------------------------------------------
 
     def display(self) -> None:
         """Show the view in the current cell (and remember the cell for later updates)."""

@@ -535,3 +535,16 @@ def test_a_view_given_the_runners_turn_reads_its_totals_without_folding_again():
         view.handle(event)
     assert view.usage == dict(turn.usage) == {"prompt_tokens": 40, "cached_tokens": 8, "completion_tokens": 3}
     assert view.timings == dict(turn.timings) and len(turn.rounds) == 1
+
+
+def test_stop_keeps_the_subshell_the_front_end_sent_it_on_other_messages_do_not():
+    # ipykernel routes a comm's messages to the shell that last sent on it: the busy cell's.
+    from ipykernel.comm.comm import BaseComm
+
+    from mlx_notebook._upstream import keep_front_end_subshell
+
+    comm = BaseComm(target_name="mlx-test", primary=False)
+    comm._reply_subshell_id = None  # the cell's main shell sent last
+    keep_front_end_subshell(comm, lambda content: isinstance(content, dict) and content.get("kind") == "stop")
+    assert comm._reply_subshell_for({"method": "custom", "content": {"kind": "stop"}}, "sub-1") == "sub-1"
+    assert comm._reply_subshell_for({"method": "custom", "content": {"kind": "resync"}}, "sub-1") is None
