@@ -18,6 +18,7 @@ from IPython.core.magic_arguments import argument, argument_group, magic_argumen
 from IPython.display import display
 
 from . import reports
+from .display import plural
 from .errors import as_usage_errors, no_model_error, usage_error
 from .interpolation import interpolate
 from .options import (
@@ -361,13 +362,13 @@ class MlxMagics(Magics):
         args = _parse(self._tools, line, "%mlx tools")
         if args.clear:
             removed = unregister_tools(None)
-            display(reports.text(f"Removed {len(removed)} tool(s): {', '.join(removed) or 'none'}."))
+            display(reports.text(f"Removed {plural(len(removed), 'tool')}: {', '.join(removed) or 'none'}."))
             return
         if args.remove:
             with as_usage_errors("%mlx tools"):
                 removed = unregister_tools(args.remove)
             display(reports.text(f"Removed {', '.join(removed)}; "
-                                 f"{len(registered_tools())} tool(s) still offered."))
+                                 f"{plural(len(registered_tools()), 'tool')} still offered."))
             return
         tools = registered_tools()
         if not tools:
