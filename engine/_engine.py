@@ -13,7 +13,6 @@ import threading
 import time
 import uuid
 from dataclasses import replace
-from queue import SimpleQueue
 from typing import Any, Iterator, Mapping
 
 import mlx.core as mx
@@ -186,7 +185,7 @@ class Engine:
         """Admit and schedule ``body``; read the handle's ``events()`` for the reply."""
         request, prompt = self._prepare(body, kind)
         prefix = "chatcmpl" if kind == "chat" else "cmpl"
-        job = Job(f"{prefix}-{uuid.uuid4()}", request, prompt, SimpleQueue())
+        job = Job(f"{prefix}-{uuid.uuid4()}", request, prompt, self._thread.outbox())
         self._thread.submit(job)
         return RequestHandle(job, self._thread)
 

@@ -26,7 +26,7 @@ from .._errors import EngineError
 from .._events import Error
 from ..models._info import ModelInfo, describe_model
 from ._prompt_cache import PromptCache
-from ._job import Job
+from ._job import Job, Outbox
 from ._scheduler import Scheduler
 
 __all__ = ["EngineThread", "FinishedTrace"]
@@ -108,7 +108,8 @@ class EngineThread:
                                  max_entries=config.prompt_cache_entries)
         self.alive = False
         self.death: str | None = None
-        self.active = 0
+        self._open_requests = 0
+        self._open_lock = threading.Lock()
         self.traces: OrderedDict[str, FinishedTrace] = OrderedDict()
         self._stopping = False
         self._ready = threading.Event()
@@ -124,6 +125,21 @@ class EngineThread:
         if self._load_error is not None:
             self._thread.join()
             raise self._load_error
+
+    @property
+    def active(self) -> int:
+        """Requests submitted whose last event (Finished or Error) is not yet written."""
+        return self._open_requests if self.alive else 0
+
+    def outbox(self) -> Outbox:
+        """The event queue for a new job; it counts as active until its last event."""
+        with self._open_lock:
+            self._open_requests += 1
+        return Outbox(self._close_one)
+
+    def _close_one(self) -> None:
+        with self._open_lock:
+            self._open_requests -= 1
 
     def submit(self, job: Job) -> None:
         self.inbox.put(job)
@@ -218,10 +234,8 @@ class EngineThread:
                     continue
             while not inbox.empty():
                 self._handle(inbox.get_nowait(), scheduler)
-            self.active = scheduler.running
             if not scheduler.idle:
                 scheduler.step()
-                self.active = scheduler.running
 
     def _handle(self, message, scheduler: Scheduler) -> None:
         if isinstance(message, Job):
@@ -275,5 +289,4 @@ class EngineThread:
             mx.clear_cache()
         except Exception:  # shutting down: nothing left to tell
             log.debug("engine shutdown cleanup failed", exc_info=True)
-        self.active = 0
         time.sleep(0)

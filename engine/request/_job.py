@@ -9,11 +9,34 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from queue import SimpleQueue
+from typing import Callable
 
+from .._events import Error, Finished
 from ._admission import GenerationRequest
 from ._rendering import RenderedPrompt
 
-__all__ = ["Job"]
+__all__ = ["Job", "Outbox"]
+
+
+class Outbox(SimpleQueue):
+    """A request's event queue that reports its last event before the caller can read it.
+
+    So a caller that has read ``Finished`` or ``Error`` already sees the request retired
+    (``Engine.active_requests``), whichever thread wrote the event.
+    """
+
+    def __init__(self, on_close: Callable[[], None]):
+        self._on_close = on_close
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def put(self, event, block: bool = True, timeout: float | None = None) -> None:
+        if type(event) is Finished or type(event) is Error:
+            with self._lock:
+                closing, self._closed = not self._closed, True
+            if closing:
+                self._on_close()
+        super().put(event)
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,5 +47,5 @@ class Job:
     request: GenerationRequest
     prompt: RenderedPrompt
     out: SimpleQueue
-    """Where the request's events go; the caller's handle reads it."""
+    """Where the request's events go (an ``Outbox`` from the engine); the caller's handle reads it."""
     cancel: threading.Event = field(default_factory=threading.Event)

@@ -228,3 +228,14 @@ def test_engine_sizes_are_checked_before_anything_loads(option, value):
 
     with pytest.raises(EngineError, match=f"^{option} must be a whole number of at least"):
         EngineConfig(**{option: value})
+
+
+def test_a_request_counts_as_active_until_its_last_event_and_not_after(tiny_engine, script_body):
+    # The count drops before Finished reaches the reader: a caller who has its reply never
+    # sees its own request still "active" (CI once saw 1 here, read just after Finished).
+    for _ in range(20):
+        handle = tiny_engine.submit(script_body("reason_then_answer", max_tokens=3))
+        assert tiny_engine.active_requests >= 1
+        *_, last = handle.events()
+        assert isinstance(last, Finished)
+        assert tiny_engine.active_requests == 0
