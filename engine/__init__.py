@@ -17,20 +17,34 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 from ._byte_count import fixed as format_fixed
 from ._byte_count import format_bytes
 from ._config import EngineConfig
-from ._engine import Engine
 from ._errors import EngineDeadError, EngineError, EngineRequestError, ModelStoreError
 from ._events import (
     ContentDelta, EngineEvent, Error, Finished, ParseProblem, PrefillProgress, ReasoningDelta,
     Started, TokenLogprobs, ToolCall, Usage,
 )
-from .models._info import ModelInfo
-from .models._store import DEFAULT_MODEL, cache_dir, resolve_model
-from .parsing import trace as trace_text
 from .request._admission import GenerationRequest
-from .request._handle import RequestHandle
-from .request._inspection import TOOLS_NOT_RENDERED, Inspection
-from .request._prompt_cache import CacheInfo, CacheLookup
-from .request._responses import chat_chunks, completion_chunks
+
+# Names whose modules import mlx, mlx-lm or transformers (about a second): they load on first
+# use, so ``%load_ext mlx_notebook`` costs milliseconds and the engine's import is paid at
+# ``%load_model``. Name -> (module, attribute).
+_LAZY = {
+    "Engine": ("._engine", "Engine"),
+    "ModelInfo": (".models._info", "ModelInfo"),
+    "DEFAULT_MODEL": (".models._store", "DEFAULT_MODEL"),
+    "cache_dir": (".models._store", "cache_dir"),
+    "resolve_model": (".models._store", "resolve_model"),
+    "trace_text": (".parsing", "trace"),
+    "RequestHandle": (".request._handle", "RequestHandle"),
+    "TOOLS_NOT_RENDERED": (".request._inspection", "TOOLS_NOT_RENDERED"),
+    "Inspection": (".request._inspection", "Inspection"),
+    "CacheInfo": (".request._prompt_cache", "CacheInfo"),
+    "CacheLookup": (".request._prompt_cache", "CacheLookup"),
+    "chat_chunks": (".request._responses", "chat_chunks"),
+    "completion_chunks": (".request._responses", "completion_chunks"),
+    # Also keeps ``python -m mlx_notebook.engine.blas`` (which tests/run.sh runs) from finding
+    # the module imported before it runs.
+    "slow_blas_note": (".blas", "slow_blas_note"),
+}
 
 __all__ = [
     # the engine and its settings
@@ -50,10 +64,15 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # Loaded on first use, not with the package: ``python -m mlx_notebook.engine.blas`` (which
-    # tests/run.sh runs) would otherwise find the module imported before it runs.
-    if name == "slow_blas_note":
-        from .blas import slow_blas_note
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return slow_blas_note
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module, __name__), attribute)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
