@@ -3,7 +3,9 @@
 Each notebook is executed cell by cell in a fresh kernel by nbval in a subprocess (its own
 pytest session, so nbval's collection of ``.ipynb`` files stays out of this one), and every
 output is compared with the output committed in the notebook, after the regexes in
-``nbval_sanitize.cfg`` blank out timings, ids, memory and paths. Cells marked
+``nbval_sanitize.cfg`` blank out timings, ids, memory and paths. Turn outputs are compared by
+the plugin every user gets with mlx-notebook (``mlx_notebook/nbval_plugin.py``, loaded through
+its ``pytest11`` entry point); ``nbval_display.py`` adds our one rule for stream noise. Cells marked
 ``# NBVAL_IGNORE_OUTPUT`` (plots, timing tables) must run but are not compared.
 
 Regenerate a notebook's outputs after an intended change with
