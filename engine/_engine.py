@@ -19,14 +19,14 @@ import mlx.core as mx
 
 from .request import _responses as responses
 from ._config import EngineConfig
-from .request._admission import GenerationRequest, admit
+from .request._admission import GenerationRequest, ModelLimits, admit
 from .request._engine_thread import EngineThread
 from .models._dtype_policy import DtypeChoice, accelerator, apply_dtype, choose_dtype
 from ._errors import EngineDeadError, EngineError, EngineRequestError
 from .request._inspection import Inspection, request_options
 from .models._info import ModelInfo, WeightsSummary, describe_weights
 from .request._prompt_cache import CacheInfo
-from .request._rendering import RenderedPrompt, render
+from .request._rendering import RenderedPrompt, check_chat_template, render
 from .request._handle import RequestHandle
 from .request._job import Job
 
@@ -80,6 +80,11 @@ class Engine:
         self._thread.start()
         try:
             self._model_info = self._thread.call(self._settle_dtype)
+            self._limits = ModelLimits(self._thread.call(self._logits_width),
+                                       self._model_info.context_length)
+            # A template the sandbox refuses is the model's problem: say so now, not as
+            # every request's invalid_request_error.
+            check_chat_template(self._thread.tokenizer, self._model_info.model_type)
         except BaseException:
             self._thread.stop()
             raise
@@ -99,6 +104,10 @@ class Engine:
         return replace(info, parameters=weights.parameters, quantization=weights.quantization,
                        memory_bytes=weights.memory_bytes, dtype=weights.dtype,
                        dtype_reason=choice.reason)
+
+    def _logits_width(self) -> int:
+        """On the engine thread: how many token ids the logits have (logit_bias, top_k bound)."""
+        return int(self._thread.model(mx.array([[0]]))[0, -1].shape[-1])
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -168,9 +177,11 @@ class Engine:
     def _prepare(self, body, kind: str) -> tuple[GenerationRequest, RenderedPrompt]:
         self._check_alive()
         request = admit(body, kind=kind, config=self.config,
-                        accepted_models=self._accepted_models)
-        with self._render_lock:  # HF fast tokenizers are not safe for concurrent use
-            prompt = render(request, self.tokenizer, model_type=self.model_info.model_type)
+                        accepted_models=self._accepted_models, limits=self._limits)
+        # Templates render in parallel on the callers' threads; only tokenizing takes the
+        # lock (HF fast tokenizers are not safe for concurrent use).
+        prompt = render(request, self.tokenizer, model_type=self.model_info.model_type,
+                        tokenize_lock=self._render_lock)
         context = self.model_info.context_length
         if context and self.config.max_kv_size is None and len(prompt.tokens) >= context:
             raise EngineRequestError(

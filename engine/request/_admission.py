@@ -1,14 +1,19 @@
 """Admission: validate an OpenAI-style body into a frozen ``GenerationRequest``.
 
-Every option ``mlx_lm.server`` reads from a body is here with the same default and range;
-where the server answers a bad value with a bare string, we raise ``EngineRequestError``
-carrying an OpenAI error object that names the offending ``param``.
+Every option ``mlx_lm.server`` reads from a body is here with the same default; its range is
+the one mlx-lm's samplers and logits processors enforce (or OpenAI's, where that is
+narrower), checked here so a bad value is refused before scheduling rather than failing
+inside a batched step next to other requests. A refusal is an ``EngineRequestError``
+carrying an OpenAI error object that names the offending ``param``. docs/openai-fields.md
+lists what is honoured, refused and ignored.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -19,12 +24,46 @@ __all__ = [
     "SamplingOptions",
     "PenaltyOptions",
     "GenerationRequest",
+    "ModelLimits",
     "admit",
     "CHAT_ROLES",
+    "GREEDY_BELOW",
+    "MAX_DEPTH",
 ]
 
 CHAT_ROLES = ("system", "developer", "user", "assistant", "tool")
 _REASONING_FIELDS = ("reasoning", "reasoning_content")
+
+MAX_DEPTH = 64
+"""Deepest nesting of objects and lists a body may have (json.loads alone takes ~990, far
+past what copying and rendering survive); real tool schemas stay under 20."""
+GREEDY_BELOW = 1e-5
+"""Temperatures below this decode greedily: sampling divides logits by the temperature, and
+a denormal one overflows them to inf (noise, not a sharper distribution)."""
+_INT32 = 2**31 - 1  # mlx slices and shapes take 32-bit integers
+_MAX_STOPS = 4  # OpenAI's limit
+_MAX_STOP_CHARS = 512  # the stop-string guard compares every prefix per token
+_MAX_TOP_LOGPROBS = 20  # OpenAI's limit
+_MAX_DRAFT_TOKENS = 128
+_BIAS_KEY = re.compile(r"-?[0-9]{1,20}")
+# Arguments the engine itself passes to apply_chat_template: a request may set variables the
+# template reads, not these (nor replace the template).
+_ENGINE_TEMPLATE_ARGS = frozenset({
+    "chat_template", "conversation", "messages", "tools", "documents",
+    "add_generation_prompt", "continue_final_message", "tokenize", "padding", "truncation",
+    "max_length", "return_tensors", "return_dict", "return_assistant_tokens_mask",
+    "tokenizer_kwargs",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLimits:
+    """What admission checks against the loaded model (None: not known, not checked)."""
+
+    vocab_size: int | None = None
+    """Width of the model's logits: token ids in ``logit_bias`` and ``top_k`` stay below it."""
+    context_length: int | None = None
+    """The model's context window in tokens: ``max_tokens`` stays within it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +108,7 @@ class GenerationRequest:
     prompt: str
     """Completion prompt text (empty for chat)."""
     tools: tuple[dict, ...] | None
+    """Tools offered to the model (None without tools, or with ``tool_choice: "none"``)."""
     role_mapping: dict | None
     chat_template_kwargs: tuple[tuple[str, Any], ...]
     """Engine defaults merged with the request's own, as sorted (key, value) pairs."""
@@ -94,22 +134,81 @@ def _fail(message: str, param: str | None, code: str | None = None):
     raise EngineRequestError(message, param=param, code=code)
 
 
-def _number(body, name, default, *, integer=False, lo=None, hi=None, allow=()):
-    """Read a numeric option, checking its type and range as mlx_lm.server does."""
+def _shown(value) -> str:
+    """A value as an error message shows it: short, ASCII, never a lone surrogate."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# -- the body as a whole -------------------------------------------------------------------------
+def _safe_key(key) -> str:
+    return str(key).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _check_tree(body: Mapping) -> None:
+    """Bound the nesting depth and refuse lone surrogates, anywhere in the body.
+
+    Iterative, so a body nested past Python's recursion limit is refused, not a RecursionError.
+    A lone surrogate (``"\\ud800"``) is a str but not text: tokenizers raise TypeError on it.
+    """
+    stack = [(body, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                where = path or "body"
+                _fail(f"'{where}' is not valid Unicode text (it holds a lone surrogate such as "
+                      "\\ud800); send UTF-8 text.", where)
+            continue
+        if isinstance(value, Mapping):
+            items = value.items()
+        elif isinstance(value, (list, tuple)):
+            items = ((f"[{i}]", v) for i, v in enumerate(value))
+        else:
+            continue
+        if depth >= MAX_DEPTH:
+            top = re.split(r"[.\[]", path, maxsplit=1)[0] if path else ""
+            _fail(f"'{top or 'body'}' is nested more than {MAX_DEPTH} levels deep; flatten it.",
+                  top or None)
+        for key, child in items:
+            if isinstance(value, Mapping):
+                if isinstance(key, str):
+                    try:
+                        key.encode("utf-8")
+                    except UnicodeEncodeError:
+                        where = f"{path}.{_safe_key(key)}" if path else _safe_key(key)
+                        _fail(f"The key '{where}' is not valid Unicode text (it holds a lone "
+                              "surrogate); send UTF-8 text.", where)
+                child_path = f"{path}.{key}" if path else str(key)
+            else:
+                child_path = f"{path}{key}"
+            stack.append((child, child_path, depth + 1))
+
+
+# -- numbers and flags -------------------------------------------------------------------------------
+def _number(body, name, default, *, integer=False, lo=None, hi=None, allow=(), why=""):
+    """Read a numeric option, checking its type, finiteness and range."""
     value = body.get(name, default)
     if value is None:
         value = default
-    if value in allow and not isinstance(value, bool):
+    if not isinstance(value, bool) and isinstance(value, int) and value in allow:
         return value
     kinds = (int,) if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kinds):
         kind = "an integer" if integer else "a number"
-        _fail(f"'{name}' must be {kind}, got {json.dumps(value)[:40]}.", name)
+        _fail(f"'{name}' must be {kind}, got {_shown(value)}.", name)
+    if isinstance(value, float) and not math.isfinite(value):
+        _fail(f"'{name}' must be a finite number, got {value}.", name)
     if lo is not None and value < lo:
-        _fail(f"'{name}' must be at least {lo}, got {value}.", name)
+        _fail(f"'{name}' must be at least {lo}{why}, got {_shown(value)}.", name)
     if hi is not None and value > hi:
-        _fail(f"'{name}' must be at most {hi}, got {value}.", name)
-    return value
+        _fail(f"'{name}' must be at most {hi}{why}, got {_shown(value)}.", name)
+    return value if integer else float(value)
 
 
 def _flag(body, name, default=False) -> bool:
@@ -121,16 +220,67 @@ def _flag(body, name, default=False) -> bool:
     return value
 
 
-def _logit_bias(body) -> tuple[tuple[int, float], ...] | None:
+def _sampling(body, d, limits: ModelLimits) -> SamplingOptions:
+    temperature = _number(body, "temperature", d("temperature"), lo=0, hi=2)
+    vocab = limits.vocab_size
+    return SamplingOptions(
+        temperature=0.0 if temperature < GREEDY_BELOW else temperature,
+        top_p=_number(body, "top_p", d("top_p"), lo=0, hi=1),
+        # mlx-lm's top-k needs 0 < k < vocabulary (0 turns it off).
+        top_k=_number(body, "top_k", d("top_k"), integer=True, lo=0,
+                      hi=vocab - 1 if vocab else _INT32,
+                      why=" (the vocabulary size minus one)" if vocab else ""),
+        min_p=_number(body, "min_p", d("min_p"), lo=0, hi=1),
+        xtc_probability=_number(body, "xtc_probability", d("xtc_probability"), lo=0, hi=1),
+        xtc_threshold=_number(body, "xtc_threshold", d("xtc_threshold"), lo=0, hi=0.5),
+    )
+
+
+def _penalties(body, d, limits: ModelLimits) -> PenaltyOptions:
+    def context(name):
+        return _number(body, name, d(name), integer=True, lo=0, hi=_INT32)
+
+    repetition = _number(body, "repetition_penalty", d("repetition_penalty"), lo=0, hi=100)
+    if 0 < repetition < 0.01:
+        # It divides logits by the penalty: a tiny one overflows them to inf, and the
+        # log-probabilities to NaN.
+        _fail(f"'repetition_penalty' must be 0 (off) or at least 0.01, got {repetition}.",
+              "repetition_penalty")
+    return PenaltyOptions(
+        logit_bias=_logit_bias(body, limits.vocab_size),
+        repetition_penalty=repetition,
+        repetition_context_size=context("repetition_context_size"),
+        # OpenAI's range for both.
+        presence_penalty=_number(body, "presence_penalty", d("presence_penalty"), lo=-2, hi=2),
+        presence_context_size=context("presence_context_size"),
+        frequency_penalty=_number(body, "frequency_penalty", d("frequency_penalty"), lo=-2, hi=2),
+        frequency_context_size=context("frequency_context_size"),
+    )
+
+
+def _logit_bias(body, vocab_size: int | None) -> tuple[tuple[int, float], ...] | None:
     bias = body.get("logit_bias")
     if bias is None:
         return None
     if not isinstance(bias, Mapping):
         _fail("'logit_bias' must be an object mapping token ids to biases.", "logit_bias")
-    try:
-        return tuple((int(k), float(v)) for k, v in bias.items())
-    except (TypeError, ValueError):
-        _fail("'logit_bias' must map integer token ids to numbers.", "logit_bias")
+    out = []
+    for key, value in bias.items():
+        # An out-of-range id writes outside the logits (a crash, not an error): check each.
+        if isinstance(key, bool) or not (
+                isinstance(key, int) or isinstance(key, str) and _BIAS_KEY.fullmatch(key)):
+            _fail(f"'logit_bias' keys must be integer token ids, got {_shown(key)}.", "logit_bias")
+        token = int(key)
+        if token < 0 or (vocab_size is not None and token >= vocab_size):
+            top = f"{vocab_size - 1}" if vocab_size is not None else "the vocabulary size"
+            _fail(f"'logit_bias' token ids must be between 0 and {top}, got {_shown(key)}.",
+                  "logit_bias")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                isinstance(value, int) or math.isfinite(value)) or not -100 <= value <= 100:
+            _fail(f"'logit_bias' values must be numbers between -100 and 100, got "
+                  f"{_shown(value)} for token {token}.", "logit_bias")
+        out.append((token, float(value)))
+    return tuple(out) or None
 
 
 def _stop(body) -> tuple[str, ...]:
@@ -141,15 +291,56 @@ def _stop(body) -> tuple[str, ...]:
         stop = [stop]
     if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
         _fail("'stop' must be a string or a list of non-empty strings.", "stop")
+    if len(stop) > _MAX_STOPS:
+        _fail(f"'stop' may hold at most {_MAX_STOPS} strings, got {len(stop)}.", "stop")
+    if any(len(s) > _MAX_STOP_CHARS for s in stop):
+        _fail(f"'stop' strings may be at most {_MAX_STOP_CHARS} characters long.", "stop")
     return tuple(stop)
 
 
+def _max_tokens(body, config: EngineConfig, limits: ModelLimits) -> int:
+    name = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
+    context = limits.context_length
+    return _number(body, name, config.sampling_default("max_tokens"), integer=True, lo=1,
+                   hi=context or _INT32, why=" (the model's context)" if context else "")
+
+
+def _logprobs(body, kind: str, config: EngineConfig, limits: ModelLimits) -> tuple[bool, int]:
+    most = _MAX_TOP_LOGPROBS
+    if limits.vocab_size:
+        most = min(most, limits.vocab_size)
+    logprobs = body.get("logprobs", False)
+    if kind == "completion" and isinstance(logprobs, int) and not isinstance(logprobs, bool):
+        # Legacy completions take the number of alternatives in ``logprobs`` itself.
+        if not 0 <= logprobs <= most:
+            _fail(f"'logprobs' must be between 0 and {most}.", "logprobs")
+        return True, logprobs
+    logprobs = _flag(body, "logprobs")
+    top = _number(body, "top_logprobs", config.sampling_default("top_logprobs"),
+                  integer=True, lo=0, hi=most, allow=(-1,))
+    return logprobs or top > 0, max(top, 0)
+
+
+def _stream_options(body, stream: bool) -> bool:
+    options = body.get("stream_options")
+    if options is None:
+        return False
+    if not isinstance(options, Mapping):
+        _fail("'stream_options' must be an object.", "stream_options")
+    include = options.get("include_usage", False)
+    if include is not None and not isinstance(include, bool):
+        _fail("'stream_options.include_usage' must be true or false.",
+              "stream_options.include_usage")
+    return stream and bool(include)
+
+
+# -- messages, tools, prompt ---------------------------------------------------------------------
 def _text_content(content, where: str) -> str:
     """Flatten OpenAI content parts to text (images are not served by this engine)."""
     if content is None or isinstance(content, str):
         return content or ""
     if not isinstance(content, list):
-        _fail(f"'{where}.content' must be a string or a list of text parts.", where)
+        _fail(f"'{where}.content' must be a string or a list of text parts.", f"{where}.content")
     parts = []
     for part in content:
         if not isinstance(part, Mapping) or part.get("type") != "text":
@@ -169,13 +360,17 @@ def _tool_calls(calls, where: str) -> list[dict]:
         at = f"{where}.tool_calls[{j}].function"
         if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
             _fail(f"'{at}' must be an object with a 'name' string.", at)
+        if call.get("id") is not None and not isinstance(call["id"], str):
+            _fail(f"'{where}.tool_calls[{j}].id' must be a string.", f"{where}.tool_calls[{j}].id")
         args = fn.get("arguments", {})
         if isinstance(args, str):
             # Chat templates iterate over arguments, so they get a dict (as mlx_lm.server).
             try:
                 args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 _fail(f"'{at}.arguments' is not valid JSON.", f"{at}.arguments")
+            if isinstance(args, Mapping):
+                _check_tree({f"{at}.arguments": args})
         if not isinstance(args, Mapping):
             _fail(f"'{at}.arguments' must be a JSON object.", f"{at}.arguments")
         call = copy.deepcopy(dict(call))
@@ -190,14 +385,17 @@ def _message(message, i: int) -> dict:
         _fail(f"'{where}' must be an object with 'role' and 'content'.", where)
     role = message.get("role")
     if role not in CHAT_ROLES:
-        _fail(
-            f"'{where}.role' must be one of {', '.join(CHAT_ROLES)}; got {role!r}.",
-            f"{where}.role",
-        )
+        _fail(f"'{where}.role' must be one of {', '.join(CHAT_ROLES)}; got {_shown(role)}.",
+              f"{where}.role")
     out = copy.deepcopy(dict(message))
     out["content"] = _text_content(message.get("content"), where)
     if message.get("content") is None and role != "assistant":
         _fail(f"'{where}.content' is required for a {role} message.", f"{where}.content")
+    if message.get("name") is not None and not isinstance(message["name"], str):
+        _fail(f"'{where}.name' must be a string.", f"{where}.name")
+    if role == "tool" and not isinstance(message.get("tool_call_id"), str):
+        _fail(f"'{where}.tool_call_id' is required for a tool message: the id of the call it "
+              "answers.", f"{where}.tool_call_id")
     if "tool_calls" in message and message["tool_calls"] is not None:
         out["tool_calls"] = _tool_calls(message["tool_calls"], where)
     # Accept reasoning under either name; templates (Qwen3, DeepSeek) read reasoning_content.
@@ -219,7 +417,7 @@ def _messages(body) -> tuple[dict, ...]:
 
 def _tools(body) -> tuple[dict, ...] | None:
     tools = body.get("tools")
-    if not tools:
+    if tools is None:
         return None
     if not isinstance(tools, list):
         _fail("'tools' must be a list of function tools.", "tools")
@@ -227,59 +425,106 @@ def _tools(body) -> tuple[dict, ...] | None:
         fn = tool.get("function") if isinstance(tool, Mapping) else None
         if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
             _fail(f"'tools[{i}]' must be a function tool.", f"tools[{i}]")
-        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str) or not fn["name"]:
             _fail(f"'tools[{i}].function' needs a 'name' string.", f"tools[{i}].function")
+        if fn.get("description") is not None and not isinstance(fn["description"], str):
+            _fail(f"'tools[{i}].function.description' must be a string.",
+                  f"tools[{i}].function.description")
         params = fn.get("parameters")
         if params is not None and not isinstance(params, Mapping):
             _fail(
                 f"'tools[{i}].function.parameters' must be a JSON schema object.",
                 f"tools[{i}].function.parameters",
             )
-    return tuple(copy.deepcopy(t) for t in tools)
+    return tuple(copy.deepcopy(t) for t in tools) or None
+
+
+def _tool_choice(body, tools: tuple[dict, ...] | None) -> tuple[dict, ...] | None:
+    """Apply ``tool_choice``: "auto" offers the tools, "none" renders none; the rest is refused.
+
+    This engine does not constrain decoding, so it cannot force a call ("required" or a named
+    function): refusing says so, where accepting would silently not honour it.
+    """
+    choice = body.get("tool_choice")
+    if choice is None or choice == "auto":
+        return tools
+    if choice == "none":
+        return None
+    if isinstance(choice, str):
+        if choice == "required":
+            _fail("'tool_choice' \"required\" is not supported: this engine cannot force a tool "
+                  "call; use \"auto\" or \"none\".", "tool_choice")
+        _fail(f"'tool_choice' must be \"none\", \"auto\" or \"required\", got {_shown(choice)}.",
+              "tool_choice")
+    if not isinstance(choice, Mapping):
+        _fail("'tool_choice' must be a string or an object naming a function.", "tool_choice")
+    fn = choice.get("function")
+    if choice.get("type") != "function" or not isinstance(fn, Mapping) or not isinstance(
+            fn.get("name"), str):
+        _fail("'tool_choice' as an object must be {\"type\": \"function\", \"function\": "
+              "{\"name\": ...}}.", "tool_choice")
+    if not any(t["function"]["name"] == fn["name"] for t in tools or ()):
+        _fail(f"'tool_choice' names the function {_shown(fn['name'])}, which is not in "
+              "'tools'.", "tool_choice")
+    _fail("'tool_choice' naming a function is not supported: this engine cannot force a tool "
+          "call; use \"auto\" or \"none\".", "tool_choice")
 
 
 def _prompt(body) -> str:
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
+    if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
+        _fail("'prompt' as a list of several strings is served by Engine.completions (one "
+              "choice each), not by a single request.", "prompt")
     if not isinstance(prompt, str):
-        _fail("'prompt' must be a string.", "prompt")
+        _fail("'prompt' must be a string or a list of strings.", "prompt")
     return prompt
-
-
-def _max_tokens(body, config: EngineConfig) -> int:
-    name = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
-    return _number(body, name, config.sampling_default("max_tokens"), integer=True, lo=1)
-
-
-def _logprobs(body, kind: str, config: EngineConfig) -> tuple[bool, int]:
-    logprobs = body.get("logprobs", False)
-    if kind == "completion" and isinstance(logprobs, int) and not isinstance(logprobs, bool):
-        # Legacy completions take the number of alternatives in ``logprobs`` itself.
-        if not 0 <= logprobs <= 10:
-            _fail("'logprobs' must be between 0 and 10.", "logprobs")
-        return True, logprobs
-    logprobs = _flag(body, "logprobs")
-    top = _number(body, "top_logprobs", config.sampling_default("top_logprobs"),
-                  integer=True, lo=0, hi=11, allow=(-1,))
-    return logprobs or top > 0, max(top, 0)
 
 
 def _template_kwargs(body, config: EngineConfig) -> tuple[tuple[str, Any], ...]:
     kwargs = body.get("chat_template_kwargs")
     if kwargs is not None and not isinstance(kwargs, Mapping):
         _fail("'chat_template_kwargs' must be an object.", "chat_template_kwargs")
+    for key in kwargs or ():
+        if not isinstance(key, str) or not key.isidentifier():
+            _fail(f"'chat_template_kwargs' keys must be template variable names, got "
+                  f"{_shown(key)}.", "chat_template_kwargs")
+        if key in _ENGINE_TEMPLATE_ARGS:
+            what = ("the model's chat template cannot be replaced per request (pass "
+                    "chat_template to Engine)" if key == "chat_template"
+                    else "the engine sets it")
+            _fail(f"'chat_template_kwargs.{key}' is not allowed: {what}.",
+                  f"chat_template_kwargs.{key}")
     merged = {**config.chat_template_args, **(kwargs or {})}
     return tuple(sorted(merged.items()))
 
 
-def _stream_options(body, stream: bool) -> bool:
-    options = body.get("stream_options")
-    if options is None:
-        return False
-    if not isinstance(options, Mapping):
-        _fail("'stream_options' must be an object.", "stream_options")
-    return stream and bool(options.get("include_usage", False))
+# -- fields this engine cannot honour ----------------------------------------------------------
+def _refuse_unsupported(body, kind: str) -> None:
+    """Refuse options that, silently ignored, would return something the caller did not ask for."""
+    n = body.get("n", 1)
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+        _fail(f"'n' must be an integer, got {_shown(n)}.", "n")
+    if n not in (None, 1):
+        _fail("Only 'n': 1 is supported; send separate requests for more choices.", "n")
+    best_of = body.get("best_of")
+    if best_of is not None and (isinstance(best_of, bool) or best_of != 1):
+        _fail("Only 'best_of': 1 is supported.", "best_of")
+    if body.get("echo") not in (None, False):
+        _fail("'echo' is not supported; prepend the prompt yourself.", "echo")
+    if body.get("suffix") not in (None, ""):
+        _fail("'suffix' (fill-in-the-middle) is not supported.", "suffix")
+    fmt = body.get("response_format")
+    if fmt is not None and not (isinstance(fmt, Mapping) and fmt.get("type") == "text"):
+        _fail("Only 'response_format': {\"type\": \"text\"} is supported: this engine does not "
+              "constrain decoding to JSON.", "response_format")
+    for legacy in ("functions", "function_call"):
+        if body.get(legacy) is not None:
+            _fail(f"'{legacy}' is the deprecated form; send 'tools' and 'tool_choice'.", legacy)
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None and not isinstance(parallel, bool):
+        _fail("'parallel_tool_calls' must be true or false.", "parallel_tool_calls")
 
 
 def _model(body, accepted_models) -> str:
@@ -299,71 +544,69 @@ def _model(body, accepted_models) -> str:
     return model
 
 
+def _seed(body) -> int | None:
+    seed = body.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        _fail("'seed' must be an integer.", "seed")
+    if seed is not None and not 0 <= seed < 2**64:  # mx.random.seed takes an unsigned 64-bit
+        _fail("'seed' must be between 0 and 2**64 - 1.", "seed")
+    return seed
+
+
+def _role_mapping(body) -> dict | None:
+    role_mapping = body.get("role_mapping")
+    if role_mapping is None:
+        return None
+    if not isinstance(role_mapping, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in role_mapping.items()):
+        _fail("'role_mapping' must be an object of strings.", "role_mapping")
+    return dict(role_mapping) or None
+
+
 def admit(
     body: Any,
     *,
     kind: str,
     config: EngineConfig,
     accepted_models: frozenset[str] | None = None,
+    limits: ModelLimits = ModelLimits(),
 ) -> GenerationRequest:
-    """Validate ``body`` (a chat-completions or completions dict) into a request."""
+    """Validate ``body`` (a chat-completions or completions dict) into a request.
+
+    ``limits`` are the loaded model's (vocabulary, context); without them the token-id and
+    length checks fall back to what MLX itself can represent.
+    """
     if kind not in ("chat", "completion"):
         raise ValueError(f"kind must be 'chat' or 'completion', not {kind!r}")
     if not isinstance(body, Mapping):
         _fail("The request body must be a JSON object.", None)
-    n = body.get("n", 1)
-    if n != 1:
-        _fail("Only 'n': 1 is supported; send separate requests for more choices.", "n")
+    _check_tree(body)
+    _refuse_unsupported(body, kind)
     if body.get("adapters") not in (None, config.adapter_path):
         _fail("Per-request adapters are not supported; pass adapter_path to Engine.", "adapters")
     stream = _flag(body, "stream")
-    logprobs, top_logprobs = _logprobs(body, kind, config)
+    logprobs, top_logprobs = _logprobs(body, kind, config, limits)
     reasoning_field = body.get("reasoning_field", config.reasoning_field)
-    if reasoning_field not in _REASONING_FIELDS:
+    if not isinstance(reasoning_field, str) or reasoning_field not in _REASONING_FIELDS:
         _fail("'reasoning_field' must be 'reasoning' or 'reasoning_content'.", "reasoning_field")
-    seed = body.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        _fail("'seed' must be an integer.", "seed")
-    if seed is not None and not 0 <= seed < 2**64:  # mx.random.seed takes an unsigned 64-bit
-        _fail("'seed' must be between 0 and 2**64 - 1.", "seed")
-    role_mapping = body.get("role_mapping")
-    if role_mapping is not None and not isinstance(role_mapping, Mapping):
-        _fail("'role_mapping' must be an object.", "role_mapping")
     d = config.sampling_default
     return GenerationRequest(
         kind=kind,
         model=_model(body, accepted_models),
         messages=_messages(body) if kind == "chat" else (),
         prompt=_prompt(body) if kind == "completion" else "",
-        tools=_tools(body) if kind == "chat" else None,
-        role_mapping=dict(role_mapping) if role_mapping else None,
+        tools=_tool_choice(body, _tools(body)) if kind == "chat" else None,
+        role_mapping=_role_mapping(body),
         chat_template_kwargs=_template_kwargs(body, config) if kind == "chat" else (),
-        sampling=SamplingOptions(
-            temperature=_number(body, "temperature", d("temperature"), lo=0),
-            top_p=_number(body, "top_p", d("top_p"), lo=0, hi=1),
-            top_k=_number(body, "top_k", d("top_k"), integer=True, lo=0),
-            min_p=_number(body, "min_p", d("min_p"), lo=0, hi=1),
-            xtc_probability=_number(body, "xtc_probability", d("xtc_probability"), lo=0, hi=1),
-            xtc_threshold=_number(body, "xtc_threshold", d("xtc_threshold"), lo=0, hi=1),
-        ),
-        penalties=PenaltyOptions(
-            logit_bias=_logit_bias(body),
-            repetition_penalty=_number(body, "repetition_penalty", d("repetition_penalty"), lo=0),
-            repetition_context_size=_number(
-                body, "repetition_context_size", d("repetition_context_size"), integer=True, lo=0),
-            presence_penalty=_number(body, "presence_penalty", d("presence_penalty")),
-            presence_context_size=_number(
-                body, "presence_context_size", d("presence_context_size"), integer=True, lo=0),
-            frequency_penalty=_number(body, "frequency_penalty", d("frequency_penalty")),
-            frequency_context_size=_number(
-                body, "frequency_context_size", d("frequency_context_size"), integer=True, lo=0),
-        ),
+        sampling=_sampling(body, d, limits),
+        penalties=_penalties(body, d, limits),
         stop=_stop(body),
-        max_tokens=_max_tokens(body, config),
+        max_tokens=_max_tokens(body, config, limits),
         logprobs=logprobs,
         top_logprobs=top_logprobs,
-        seed=seed,
-        num_draft_tokens=_number(body, "num_draft_tokens", d("num_draft_tokens"), integer=True, lo=0),
+        seed=_seed(body),
+        num_draft_tokens=_number(body, "num_draft_tokens", d("num_draft_tokens"), integer=True,
+                                 lo=0, hi=_MAX_DRAFT_TOKENS),
         stream=stream,
         include_usage=_stream_options(body, stream),
         reasoning_field=reasoning_field,

@@ -10,15 +10,16 @@ Models that ship a Python encoder instead of a Jinja template (DeepSeek-V4) rend
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .._upstream import role_mapping_prompt
 from ._admission import GenerationRequest
 from ._prompt_encoders import encoder_for
-from .._errors import EngineRequestError
+from .._errors import EngineError, EngineRequestError
 
-__all__ = ["Segment", "RenderedPrompt", "render"]
+__all__ = ["Segment", "RenderedPrompt", "render", "check_chat_template"]
 
 # Tokens after the last <think> that still count as the "thinking tail" segment; the same
 # window mlx_lm.server uses so both cut their prompt-cache snapshots at the same place.
@@ -86,7 +87,7 @@ def _chat_text(request: GenerationRequest, tokenizer, model_type: str) -> str:
         ) from e
 
 
-def _segments(request, tokenizer, tokens: list[int], kwargs: dict[str, Any]) -> tuple:
+def _segments(request, tokenizer, tokens: list[int], kwargs: dict[str, Any], lock=None) -> tuple:
     """System / conversation / thinking-tail split, as mlx_lm.server computes it."""
     n = len(tokens)
     messages = request.messages
@@ -105,7 +106,8 @@ def _segments(request, tokenizer, tokens: list[int], kwargs: dict[str, Any]) -> 
                 head, tools=list(request.tools) if request.tools else None,
                 add_generation_prompt=False, tokenize=False, **kwargs,
             )
-            sys_tokens = tokenizer.encode(sys_text, add_special_tokens=False)
+            with lock or nullcontext():
+                sys_tokens = tokenizer.encode(sys_text, add_special_tokens=False)
         except Exception:  # a template that refuses an empty user turn: no system segment
             sys_tokens = []
         for i, (a, b) in enumerate(zip(sys_tokens, tokens)):
@@ -129,21 +131,51 @@ def _segments(request, tokenizer, tokens: list[int], kwargs: dict[str, Any]) -> 
     return tuple(segments) or (Segment("assistant", 0, n),)
 
 
-def render(request: GenerationRequest, tokenizer, *, model_type: str = "") -> RenderedPrompt:
-    """Render and tokenize ``request`` for ``tokenizer`` (an mlx-lm TokenizerWrapper)."""
+def _encode(tokenizer, text: str, lock, param: str, **kwargs) -> list[int]:
+    with lock or nullcontext():
+        try:
+            return tokenizer.encode(text, **kwargs)
+        except Exception as e:  # admission refuses what tokenizers choke on; this is a backstop
+            raise EngineRequestError(f"The prompt could not be tokenized: {e}.",
+                                     param=param) from e
+
+
+def _completion_tokens(prompt: str, tokenizer, lock) -> list[int]:
+    tokens = _encode(tokenizer, prompt, lock, "prompt")
+    if not tokens:
+        # OpenAI serves an empty prompt as the start of a document: the model reads one
+        # beginning-of-text token (mlx-lm cannot prefill zero tokens).
+        start = tokenizer.bos_token_id
+        if start is None:
+            start = next(iter(tokenizer.eos_token_ids), None)
+        if start is None:
+            raise EngineRequestError("'prompt' is empty and this model has no start token to "
+                                     "begin from; send some text.", param="prompt")
+        tokens = [start]
+    return tokens
+
+
+def render(request: GenerationRequest, tokenizer, *, model_type: str = "",
+           tokenize_lock=None) -> RenderedPrompt:
+    """Render and tokenize ``request`` for ``tokenizer`` (an mlx-lm TokenizerWrapper).
+
+    The template renders on the caller's thread without a lock (one slow render never holds
+    up another caller's); only the tokenizer calls take ``tokenize_lock``.
+    """
+    lock = tokenize_lock
     if request.kind == "completion":
-        tokens = tokenizer.encode(request.prompt)
+        tokens = _completion_tokens(request.prompt, tokenizer, lock)
         return RenderedPrompt(request.prompt, tuple(tokens), (Segment("assistant", 0, len(tokens)),))
     if encoder_for(model_type) is None and not tokenizer.has_chat_template:
         text = _role_mapping_prompt(request.messages, request.role_mapping)
-        tokens = tokenizer.encode(text)
+        tokens = _encode(tokenizer, text, lock, "messages")
         return RenderedPrompt(text, tuple(tokens), (Segment("assistant", 0, len(tokens)),),
                               tools_rendered=False if request.tools else None)
     text = _chat_text(request, tokenizer, model_type)
-    tokens = tokenizer.encode(text, add_special_tokens=False)
+    tokens = _encode(tokenizer, text, lock, "messages", add_special_tokens=False)
     if not tokens:
         raise EngineRequestError("The rendered prompt is empty.", param="messages")
-    segments = _segments(request, tokenizer, tokens, request.template_kwargs)
+    segments = _segments(request, tokenizer, tokens, request.template_kwargs, lock)
     return RenderedPrompt(text, tuple(tokens), segments, _tools_rendered(request, text, tokenizer, model_type))
 
 
@@ -161,3 +193,24 @@ def _tools_rendered(request: GenerationRequest, text: str, tokenizer, model_type
         return text != _chat_text(replace(request, tools=None), tokenizer, model_type)
     except EngineRequestError:
         return True
+
+
+def check_chat_template(tokenizer, model_type: str = "") -> None:
+    """Render a one-message conversation once at load; raise ``EngineError`` if the sandbox
+    refuses the model's own template (otherwise every request would fail, blamed on its
+    messages). A template's own checks (``raise_exception``) are left to the requests."""
+    from jinja2 import TemplateSyntaxError
+    from jinja2.exceptions import SecurityError
+
+    if encoder_for(model_type) is not None or not tokenizer.has_chat_template:
+        return
+    try:
+        tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}],
+                                      add_generation_prompt=True, tokenize=False)
+    except (SecurityError, TemplateSyntaxError) as e:
+        raise EngineError(
+            f"The model's chat template cannot be used: the template sandbox refused it "
+            f"({type(e).__name__}: {e}); pass chat_template=... to use another one."
+        ) from e
+    except Exception:  # the template's own rules (roles, alternation): requests will say
+        pass

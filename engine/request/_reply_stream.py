@@ -20,7 +20,18 @@ from .._events import (
 )
 from ..parsing import StreamFilter
 
-__all__ = ["ReplyStream"]
+__all__ = ["ReplyStream", "LOGPROB_FLOOR"]
+
+# OpenAI's floor for a token the model gives (next to) no chance. A step whose logits
+# overflowed yields NaN or -inf, which JSON cannot carry (every response must serialise with
+# allow_nan=False), so those become this floor, and +inf (certainty) 0.
+LOGPROB_FLOOR = -9999.0
+
+
+def _finite(logprob: float) -> float:
+    if logprob != logprob or logprob < LOGPROB_FLOOR:
+        return LOGPROB_FLOOR
+    return 0.0 if logprob > 0 else logprob
 
 
 class _StopGuard:
@@ -186,5 +197,5 @@ class ReplyStream:
             vals = logprobs[idx].tolist()
             ids = idx.tolist()
             pairs = sorted(zip(ids, vals), key=lambda p: -p[1])
-            top = tuple((decode([i]), v) for i, v in pairs)
-        self.out.put(TokenLogprobs(token, decode([token]), logprobs[token].item(), top))
+            top = tuple((decode([i]), _finite(v)) for i, v in pairs)
+        self.out.put(TokenLogprobs(token, decode([token]), _finite(logprobs[token].item()), top))

@@ -57,12 +57,55 @@ def default_prefill_step_size(model) -> int:
     return _CPU_FLOAT32_PREFILL_STEP if dtypes <= {mx.float32} else _CPU_SLOW_PREFILL_STEP
 
 
+class _Guard:
+    """One request's sampler and logits processors, made unable to raise into mlx-lm's step.
+
+    mlx-lm's batched step calls every row's sampler and processors in one go: an exception
+    from one request's would leave the whole batch half-stepped. Guarded, a failing call is
+    recorded here and answered with a harmless stand-in (its logits unchanged, the argmax
+    token), so the step completes for everyone; the scheduler then fails that one request.
+    """
+
+    __slots__ = ("error",)
+
+    def __init__(self):
+        self.error: Exception | None = None
+
+    def sampler(self, sampler):
+        if sampler is _GREEDY:  # cannot fail; shared so an all-greedy batch samples once
+            return sampler
+
+        def guarded(logprobs):
+            if self.error is None:
+                try:
+                    return sampler(logprobs)
+                except Exception as e:
+                    self.error = e
+            return mx.argmax(logprobs, axis=-1)
+        return guarded
+
+    def processors(self, processors):
+        return [self._processor(p) for p in processors]
+
+    def _processor(self, processor):
+        def guarded(tokens, logits):
+            if self.error is None:
+                try:
+                    return processor(tokens, logits)
+                except Exception as e:
+                    self.error = e
+            return logits
+        return guarded
+
+
 @dataclass(slots=True)
 class _Active:
     job: Job
     reply: ReplyStream
     snapshot_kinds: list[str]
     """Segment kinds still to snapshot, last first (popped as segments complete)."""
+    guard: _Guard | None = None
+    """Catches this request's sampler/processor failures inside the batched step."""
 
 
 class Scheduler:
@@ -89,20 +132,23 @@ class Scheduler:
             make_prompt_cache(model))
         self.prefill_step_size = (config.prefill_step_size
                                   or default_prefill_step_size(model))
-        self.batch = BatchGenerator(
-            model,
-            completion_batch_size=config.decode_concurrency,
-            prefill_batch_size=config.prefill_concurrency,
+        self.batch = self._new_batch()
+        self.active: dict[int, _Active] = {}
+        self._stop_sequences: dict[tuple[str, ...], object] = {}
+        self._xtc_special = tokenizer.encode("\n") + list(tokenizer.eos_token_ids)
+
+    def _new_batch(self) -> BatchGenerator:
+        return BatchGenerator(
+            self.model,
+            completion_batch_size=self.config.decode_concurrency,
+            prefill_batch_size=self.config.prefill_concurrency,
             prefill_step_size=self.prefill_step_size,
-            max_kv_size=config.max_kv_size,
+            max_kv_size=self.config.max_kv_size,
             # Not mlx-lm's thread-local generation_stream: using a thread-local stream
             # from a non-main thread intermittently aborts the process at exit
             # ("terminate called without an active exception", measured here).
             stream=self.stream,
         )
-        self.active: dict[int, _Active] = {}
-        self._stop_sequences: dict[tuple[str, ...], object] = {}
-        self._xtc_special = tokenizer.encode("\n") + list(tokenizer.eos_token_ids)
 
     @property
     def idle(self) -> bool:
@@ -195,17 +241,18 @@ class Scheduler:
             return
         if self.single is not None:
             self._move_single_to_batch()
+        guard = _Guard()
         (uid,) = self.batch.insert_segments(
             segments=[segments],
             max_tokens=[request.max_tokens],
             caches=[cache],
             all_tokens=[tokens[:cached]],
-            samplers=[self._sampler(request)],
-            logits_processors=[self._processors(request)],
+            samplers=[guard.sampler(self._sampler(request))],
+            logits_processors=[guard.processors(self._processors(request))],
             stop_sequences=[self._stops(request.stop)],
         )
         del cache
-        self.active[uid] = _Active(job, reply, kinds[::-1])
+        self.active[uid] = _Active(job, reply, kinds[::-1], guard)
         # Room for the KV caches being decoded comes out of the prompt cache's budget.
         self.cache.trim_to(self.config.prompt_cache_bytes - self.batch.prompt_cache_nbytes)
 
@@ -213,13 +260,14 @@ class Scheduler:
         single, self.single = self.single, None
         a, self._single_active = self._single_active, None
         cache, tokens, rest = single.detach()
+        a.guard = _Guard()
         (uid,) = self.batch.insert_segments(
             segments=[[rest]],
             max_tokens=[single.request.max_tokens - single.generated],
             caches=[cache],
             all_tokens=[tokens],
-            samplers=[self._sampler(single.request)],
-            logits_processors=[self._processors(single.request)],
+            samplers=[a.guard.sampler(self._sampler(single.request))],
+            logits_processors=[a.guard.processors(self._processors(single.request))],
             stop_sequences=[self._stops(single.request.stop)],
         )
         self.active[uid] = a
@@ -262,7 +310,19 @@ class Scheduler:
         self._apply_cancellations()
         if not self.active:
             return
-        prompt_responses, gen_responses = self.batch.next()
+        try:
+            prompt_responses, gen_responses = self.batch.next()
+        except Exception as e:  # not attributable to one request: fail the batch, not the engine
+            log.exception("a batched step failed")
+            self._reset_batch(f"Generation failed in a batched step ({type(e).__name__}: {e}); "
+                              "the engine is still running, send the request again.")
+            return
+        for uid, a in list(self.active.items()):
+            if a.guard is not None and a.guard.error is not None:
+                e = a.guard.error
+                log.error("request %s failed in a batched step: %r", a.job.request_id, e)
+                self._remove(uid, None, error=f"Generation failed for this request "
+                                              f"({type(e).__name__}: {e}).")
         snapshot = []
         for r in prompt_responses:
             a = self.active.get(r.uid)
@@ -337,6 +397,18 @@ class Scheduler:
         a = self.active.pop(uid)
         a.reply.finish(reason)
         self.on_done(a.job, a.reply)
+
+    def _reset_batch(self, message: str) -> None:
+        """Fail every batched request and start a fresh batch (its state is unknown now)."""
+        for a in self.active.values():
+            a.reply.fail(message)
+            self.on_done(a.job, a.reply)
+        self.active.clear()
+        try:
+            self.batch.close()
+        except Exception:  # the old batch is dropped either way
+            log.debug("closing the failed batch failed", exc_info=True)
+        self.batch = self._new_batch()
 
     # -- shutdown ----------------------------------------------------------------------------
     def fail_all(self, message: str, type: str = "server_error") -> None:
