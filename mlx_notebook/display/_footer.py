@@ -1,7 +1,7 @@
 """The numbers under a turn: tokens, prompt-cache hits, speed, memory, dtype and why it stopped.
 
-The live widget formats the same items in ``widgets/chat_view.js`` (``footerItems``); a test
-runs both on the same records, so the static output reads like the live one.
+The one formatter of the footer: the static output and the live widget (which the kernel
+sends these items) both read it.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ def status_label(record: dict) -> str:
     return record.get("finish_reason") or "done"
 
 
-def footer_items(record: dict, *, timings: bool = True) -> list[tuple[str, str]]:
-    """(label, value) pairs; ``timings=False`` leaves out the run-to-run varying numbers."""
+def footer_items(record: dict, *, timings: bool = True, finished: bool = True) -> list[tuple[str, str]]:
+    """(label, value) pairs; ``timings=False`` leaves out the run-to-run varying numbers,
+    ``finished=False`` the finish reason (a turn still streaming has none yet)."""
     usage, times = record["usage"], record["timings"]
     prompt, cached = usage["prompt_tokens"], usage["cached_tokens"]
     items = [("prompt", plural(prompt, "token"))]
@@ -52,5 +53,6 @@ def footer_items(record: dict, *, timings: bool = True) -> list[tuple[str, str]]
             items.append(("total", format_seconds(total)))
     if record.get("model_dtype"):
         items.append(("dtype", str(record["model_dtype"])))
-    items.append(("finish", status_label(record)))
+    if finished:
+        items.append(("finish", status_label(record)))
     return items

@@ -1,23 +1,27 @@
-"""A small Markdown-to-HTML renderer for model replies, with Pygments-highlighted code blocks.
+"""Model replies as HTML: markdown-it-py (CommonMark, tables, strikethrough, math) and Pygments.
 
-Why by hand: the static HTML must be self-contained and render the same way as the live
-widget's ES module (``widgets/chat_view.js`` implements the same subset in JavaScript), and
-neither may reach a CDN. The subset is what chat models write: ATX headings, paragraphs,
-fenced code blocks, ``-``/``*``/``1.`` lists, ``>`` quotes, ``---`` rules, and inline
-``code``, ``**bold**``, ``*italic*`` and ``[links](https://...)``. Everything else is escaped
-text, so a reply can never inject markup.
+This is the one Markdown renderer: the static ``text/html`` a saved notebook keeps and the
+live widget (which receives these fragments from the kernel) both come from here.
+
+Safe by construction: raw HTML in a reply is escaped (``html=False``), link targets go
+through markdown-it's validator (no ``javascript:``/``data:``), and images are not rendered,
+so opening a notebook never fetches from a URL a model wrote. Code blocks are highlighted
+with inline styles, which survive JupyterLab's sanitizer on untrusted notebooks. Math keeps
+its ``\\(...\\)``/``\\[...\\]`` delimiters so a front end's MathJax can typeset it.
 
 Example::
 
     >>> markdown_html("Use **`mx.eval`**.")
-    '<p>Use <strong><code>mx.eval</code></strong>.</p>'
+    '<p>Use <strong><code>mx.eval</code></strong>.</p>\\n'
 """
 
 from __future__ import annotations
 
 import html
-import re
+from functools import lru_cache
 
+from markdown_it import MarkdownIt
+from mdit_py_plugins.dollarmath import dollarmath_plugin
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_by_name
@@ -25,15 +29,12 @@ from pygments.style import Style
 from pygments.token import Comment, Keyword, Name, Number, Operator, String
 from pygments.util import ClassNotFound
 
-__all__ = ["markdown_html", "code_html"]
+__all__ = ["markdown_html", "markdown_blocks", "MarkdownStream", "code_html"]
 
 
 class _ReplyStyle(Style):
-    """The live widget's palette (``mlxnb-tok-*`` in chat_view.css), as inline styles.
-
-    Inline styles survive JupyterLab's sanitizer on untrusted notebooks; classes would need
-    a stylesheet that the sanitizer strips.
-    """
+    """The card's code palette, as inline styles (classes would need a stylesheet that
+    JupyterLab's sanitizer strips from untrusted notebooks)."""
 
     styles = {
         Keyword: "#8839ef",
@@ -48,24 +49,11 @@ class _ReplyStyle(Style):
 
 
 _FORMATTER = HtmlFormatter(noclasses=True, nowrap=True, style=_ReplyStyle)
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})\s*([\w+#.-]*)")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"^\s{0,3}[-*+]\s+(.*)$")
-_ORDERED = re.compile(r"^\s{0,3}(\d{1,9})[.)]\s+(.*)$")
-_QUOTE = re.compile(r"^\s{0,3}>\s?(.*)$")
-_RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
-_INLINE = re.compile(
-    r"(?P<code>`+)(?P<code_text>.+?)(?P=code)"
-    r"|\*\*(?P<strong>.+?)\*\*"
-    r"|__(?P<strong2>.+?)__"
-    r"|(?<![\w*])\*(?P<em>[^*\s](?:[^*]*[^*\s])?)\*(?!\w)"
-    r"|(?<!\w)_(?P<em2>[^_\s](?:[^_]*[^_\s])?)_(?!\w)"
-    r"|\[(?P<link_text>[^\]]+)\]\((?P<link_url>https?://[^\s)]+)\)"
-)
 
 
 def code_html(code: str, language: str = "") -> str:
     """One highlighted ``<pre>`` block; unknown languages come out as escaped plain text."""
+    language = language.strip().split()[0] if language.strip() else ""
     try:
         lexer = get_lexer_by_name(language) if language else TextLexer()
     except ClassNotFound:
@@ -75,95 +63,93 @@ def code_html(code: str, language: str = "") -> str:
     return f'<pre class="mlxnb-code"{lang}><code>{body.rstrip(chr(10))}</code></pre>'
 
 
-def _inline(text: str) -> str:
-    out, pos = [], 0
-    for match in _INLINE.finditer(text):
-        out.append(html.escape(text[pos:match.start()], quote=False))
-        pos = match.end()
-        if match["code"]:
-            out.append(f"<code>{html.escape(match['code_text'].strip(), quote=False)}</code>")
-        elif match["strong"] or match["strong2"]:
-            out.append(f"<strong>{_inline(match['strong'] or match['strong2'])}</strong>")
-        elif match["em"] or match["em2"]:
-            out.append(f"<em>{_inline(match['em'] or match['em2'])}</em>")
-        else:
-            url = html.escape(match["link_url"])
-            out.append(f'<a href="{url}" target="_blank" rel="noopener">'
-                       f"{_inline(match['link_text'])}</a>")
-    out.append(html.escape(text[pos:], quote=False))
-    return "".join(out)
+def _link_open(renderer, tokens, idx, options, env):
+    tokens[idx].attrSet("target", "_blank")
+    tokens[idx].attrSet("rel", "noopener noreferrer")
+    return renderer.renderToken(tokens, idx, options, env)
 
 
-def _list_html(lines: list[str], start: int) -> tuple[str, int]:
-    ordered = bool(_ORDERED.match(lines[start]))
-    pattern = _ORDERED if ordered else _BULLET
-    items: list[list[str]] = []
-    i = start
-    while i < len(lines):
-        match = pattern.match(lines[i])
-        if match:
-            items.append([match.group(match.lastindex)])
-        elif lines[i].strip() and lines[i][:1] in " \t" and items:
-            items[-1].append(lines[i].strip())  # an indented continuation line
-        else:
-            break
-        i += 1
-    tag = "ol" if ordered else "ul"
-    first = _ORDERED.match(lines[start])
-    attr = f' start="{int(first.group(1))}"' if ordered and int(first.group(1)) != 1 else ""
-    body = "".join(f"<li>{_inline(' '.join(item))}</li>" for item in items)
-    return f"<{tag}{attr}>{body}</{tag}>", i
+def _math_inline(renderer, tokens, idx, options, env):
+    return f'<span class="math inline">\\({html.escape(tokens[idx].content)}\\)</span>'
+
+
+def _math_block(renderer, tokens, idx, options, env):
+    return f'<div class="math block">\\[{html.escape(tokens[idx].content)}\\]</div>\n'
+
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "highlight": lambda code, lang, _: code_html(code, lang)})
+    md.enable(["table", "strikethrough"]).disable("image").use(dollarmath_plugin)
+    md.add_render_rule("link_open", _link_open)
+    md.add_render_rule("math_inline", _math_inline)
+    md.add_render_rule("math_block", _math_block)
+    return md
+
+
+def _blocks_by_line(text: str) -> list[tuple[int, str]]:
+    """Each top-level block (paragraph, list, code, table...) with the line it starts on."""
+    md = _parser()
+    env: dict = {}
+    tokens = md.parse(text, env)
+    blocks, start = [], 0
+    for i, token in enumerate(tokens):
+        if token.level == 0 and token.nesting <= 0:  # a top-level block closes here
+            line = tokens[start].map[0] if tokens[start].map else 0
+            blocks.append((line, md.renderer.render(tokens[start:i + 1], md.options, env)))
+            start = i + 1
+    return blocks
+
+
+def markdown_blocks(text: str) -> list[str]:
+    """The reply's top-level blocks, each as its HTML; an unclosed code fence runs to the end.
+
+    While a reply streams only its last block or two change, so the live widget is sent the
+    blocks that differ, not the whole reply each time.
+    """
+    return [html for _, html in _blocks_by_line(_normalized(text))]
 
 
 def markdown_html(text: str) -> str:
-    """Render a reply's Markdown as HTML; an unclosed code fence runs to the end (streaming)."""
-    lines = text.split("\n")
-    blocks: list[str] = []
-    paragraph: list[str] = []
+    """Render a reply's Markdown as one HTML string."""
+    return "".join(markdown_blocks(text))
 
-    def close_paragraph() -> None:
-        if paragraph:
-            blocks.append(f"<p>{_inline(chr(10).join(paragraph))}</p>")
-            paragraph.clear()
 
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        fence = _FENCE.match(line)
-        if fence:
-            close_paragraph()
-            marker, code = fence.group(1), []
-            i += 1
-            while i < len(lines) and not lines[i].strip().startswith(marker):
-                code.append(lines[i])
-                i += 1
-            blocks.append(code_html("\n".join(code), fence.group(2)))
-            i += 1
-            continue
-        if not line.strip():
-            close_paragraph()
-        elif heading := _HEADING.match(line):
-            close_paragraph()
-            level = len(heading.group(1))
-            blocks.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
-        elif _RULE.match(line):
-            close_paragraph()
-            blocks.append("<hr>")
-        elif _BULLET.match(line) or _ORDERED.match(line):
-            close_paragraph()
-            block, i = _list_html(lines, i)
-            blocks.append(block)
-            continue
-        elif _QUOTE.match(line):
-            close_paragraph()
-            quoted = []
-            while i < len(lines) and (match := _QUOTE.match(lines[i])):
-                quoted.append(match.group(1))
-                i += 1
-            blocks.append(f"<blockquote>{markdown_html(chr(10).join(quoted))}</blockquote>")
-            continue
-        else:
-            paragraph.append(line)
-        i += 1
-    close_paragraph()
-    return "".join(blocks)
+def _normalized(text: str) -> str:
+    # markdown-it counts lines after this same normalisation; MarkdownStream cuts by them.
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+class MarkdownStream:
+    """Renders a growing reply again and again, re-parsing only its last two blocks.
+
+    A block with two more after it no longer changes as text is appended (barring a link
+    reference defined later, which ``render(final=True)`` settles), so re-rendering a long
+    reply on every flush costs what its tail costs, not what the whole reply costs.
+    """
+
+    def __init__(self):
+        self._settled: list[str] = []
+        self._offset = 0
+
+    def render(self, text: str, *, final: bool = False) -> list[str]:
+        text = _normalized(text)
+        if final:
+            self._settled, self._offset = [], 0
+            return markdown_blocks(text)
+        tail = text[self._offset:]
+        blocks = _blocks_by_line(tail)
+        if len(blocks) > 2:
+            self._settled += [html for _, html in blocks[:-2]]
+            cut = _line_offset(tail, blocks[-2][0])
+            self._offset += cut
+            blocks = _blocks_by_line(tail[cut:])
+        return self._settled + [html for _, html in blocks]
+
+
+def _line_offset(text: str, line: int) -> int:
+    """Where ``line`` (0-based) starts in ``text``."""
+    offset = 0
+    for _ in range(line):
+        offset = text.index("\n", offset) + 1
+    return offset

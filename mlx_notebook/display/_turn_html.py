@@ -18,7 +18,8 @@ from ._markdown import markdown_html
 from ._numbers import format_seconds, plural
 from ._turn_parts import tools_offered_line, tools_unsupported_warning, turn_parts
 
-__all__ = ["turn_html", "turn_css", "reasoning_summary", "reasoning_text", "pretty_json"]
+__all__ = ["turn_html", "turn_css", "reasoning_summary", "reasoning_text", "pretty_json",
+           "tool_card_html", "notices_html"]
 
 _BOX = "border:1px solid #d0d7de;border-radius:6px;padding:8px 12px"
 _MUTED = "color:#57606a;font-size:12px"
@@ -43,9 +44,11 @@ def reasoning_text(record: dict) -> str:
     return "\n\n".join(rounds) if rounds else record["reasoning"].strip()
 
 
-def reasoning_summary(tokens: int | None = None, seconds: float | None = None) -> str:
-    """``Reasoning · 41 tokens · 1.32 s``, with whatever the live view measured."""
-    parts = ["Reasoning"]
+def reasoning_summary(tokens: int | None = None, seconds: float | None = None, *,
+                      active: bool = False) -> str:
+    """``Reasoning · 41 tokens · 1.32 s``, with whatever the live view measured;
+    ``Reasoning… · 3 tokens`` while the model is still reasoning."""
+    parts = ["Reasoning…" if active else "Reasoning"]
     if tokens is not None:
         parts.append(plural(tokens, "token"))
     if seconds:  # one delta has no duration; "0 s" would read as a measurement
@@ -53,7 +56,11 @@ def reasoning_summary(tokens: int | None = None, seconds: float | None = None) -
     return " · ".join(parts)
 
 
-def _tool_card(call: dict) -> str:
+def tool_card_html(call: dict, *, waiting: bool = False) -> str:
+    """A tool call's card: name, id, arguments, then its result or error.
+
+    ``waiting``: the live card of a call whose tool has not answered yet says so.
+    """
     parts = [
         '<div class="mlxnb-tool" style="border:1px solid #d0d7de;border-radius:6px;'
         'padding:6px 8px;margin:6px 0">',
@@ -69,6 +76,8 @@ def _tool_card(call: dict) -> str:
     elif call["result"] is not None:
         parts.append('<div class="mlxnb-tool-label">result</div>')
         parts.append(f'<pre class="mlxnb-tool-result">{html.escape(pretty_json(call["result"]))}</pre>')
+    elif waiting:
+        parts.append(f'<div class="mlxnb-tool-pending" style="{_MUTED}">waiting for the result…</div>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -96,13 +105,15 @@ def _reasoning_panel(part: dict) -> str:
     )
 
 
-def _notices(record: dict) -> list[str]:
+def notices_html(record: dict) -> str:
+    """The lines under the header: which tools were offered, and a warning when the model's
+    template could not show them (reads ``tools_offered`` and ``tools_unsupported``)."""
     out = []
     if line := tools_offered_line(record):
         out.append(f'<div class="mlxnb-tools-offered" style="{_MUTED}">{html.escape(line)}</div>')
     if warning := tools_unsupported_warning(record):
         out.append(f'<div class="mlxnb-warning" style="color:#7a5b00">⚠ {html.escape(warning)}</div>')
-    return out
+    return "".join(out)
 
 
 def _part_html(part: dict) -> str:
@@ -110,7 +121,7 @@ def _part_html(part: dict) -> str:
     if kind == "reasoning":
         return _reasoning_panel(part)
     if kind == "tool":
-        return _tool_card(part["call"])
+        return tool_card_html(part["call"])
     if kind == "interim":
         return f'<div class="mlxnb-interim">{markdown_html(part["text"])}</div>'
     return f'<div class="mlxnb-content">{markdown_html(part["text"])}</div>'
@@ -123,7 +134,7 @@ def turn_html(record: dict) -> str:
         f' style="{_BOX}">',
         f"<style>{turn_css()}</style>",
         _header(record),
-        *_notices(record),
+        notices_html(record),
         *(_part_html(part) for part in turn_parts(record)),
     ]
     if record["error"]:

@@ -1,12 +1,17 @@
 """The live view of one chat turn: the engine's events drive it while the reply streams.
 
-Durable state (blocks of text, tool calls, usage, phase) lives in synced traits; while the
-model writes, only the new text travels, as ``{"kind": "delta", ...}`` custom messages
-coalesced to at most ``MAX_MESSAGES_PER_SECOND``. Resending the whole reply per token
-would cost O(n²) bytes and hit jupyter_server's IOPub rate limits (1000 msg/s, 1 MB/s,
-excess silently dropped). Text is flushed at every switch between reasoning, content and
-tool calls, and at the end. ``finish(turn)`` swaps the output for the static mimebundle,
-which is what a saved, headless-run or reopened notebook shows.
+Durable state (blocks, tool calls, usage, phase) lives in synced traits; while the model
+writes, only what changed travels, as ``{"kind": "delta", ...}`` custom messages coalesced to
+at most ``MAX_MESSAGES_PER_SECOND``: new reasoning text, and the content's Markdown blocks
+that differ from what the front end has. Resending the whole reply per token would cost
+O(n²) bytes and hit jupyter_server's IOPub rate limits (1000 msg/s, 1 MB/s, excess silently
+dropped). Text is flushed at every switch between reasoning, content and tool calls, and at
+the end. ``finish(turn)`` swaps the output for the static mimebundle, which is what a saved,
+headless-run or reopened notebook shows.
+
+Every piece of HTML the card shows (Markdown, tool cards, notices, footer items) is made by
+``mlx_notebook.display``, the renderer of the static output too; the front end only places
+it, so the live and the saved card cannot drift apart.
 """
 
 from __future__ import annotations
@@ -22,7 +27,19 @@ from typing import Any, Callable
 import anywidget
 import traitlets
 
-from ..display import TURN_MIME_TYPE, finish_reason_name, json_safe, turn_css, turn_mimebundle
+from ..display import (
+    TURN_MIME_TYPE,
+    finish_reason_name,
+    footer_items,
+    json_safe,
+    MarkdownStream,
+    notices_html,
+    reasoning_summary,
+    status_label,
+    tool_card_html,
+    turn_css,
+    turn_mimebundle,
+)
 from ..engine import (
     ContentDelta,
     Error,
@@ -48,6 +65,15 @@ MAX_MESSAGES_PER_SECOND = 20
 _TERMINAL = ("done", "stopped", "error")
 
 
+def _common_prefix_length(old: list[str], new: list[str]) -> int:
+    n = 0
+    for a, b in zip(old, new):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
 def _utf16_length(text: str) -> int:
     # The front end counts string offsets in UTF-16 code units (JavaScript strings).
     return len(text.encode("utf-16-le")) // 2
@@ -56,8 +82,8 @@ def _utf16_length(text: str) -> int:
 class _Block:
     """One run of reasoning or content text, or a tool call's place in the reply."""
 
-    __slots__ = ("kind", "text", "pending", "sent_length", "tokens", "first", "last", "call_id",
-                 "round")
+    __slots__ = ("kind", "text", "pending", "sent_length", "html", "markdown", "tokens", "first",
+                 "last", "call_id", "round")
 
     def __init__(self, kind: str, now: float, call_id: str | None = None, round_: int = 0):
         self.kind = kind
@@ -66,7 +92,10 @@ class _Block:
         self.text = ""
         self.pending = ""
         self.sent_length = 0
-        """UTF-16 length of the text the front end already has."""
+        """UTF-16 length of the text the front end already has (reasoning)."""
+        self.html: list[str] = []
+        """The Markdown blocks the front end already has (content)."""
+        self.markdown = MarkdownStream()
         self.tokens = 0
         self.first = now
         self.last = now
@@ -76,10 +105,18 @@ class _Block:
     def seconds(self) -> float:
         return round(self.last - self.first, 3)
 
+    def summary(self) -> str:
+        return reasoning_summary(self.tokens, self.seconds)
+
     def snapshot(self) -> dict:
         if self.kind == "tool":
             return {"kind": "tool", "id": self.call_id}
-        return {"kind": self.kind, "text": self.text, "tokens": self.tokens, "seconds": self.seconds}
+        if self.kind == "reasoning":
+            return {"kind": "reasoning", "text": self.text, "tokens": self.tokens,
+                    "seconds": self.seconds, "summary": self.summary()}
+        self.html = self.markdown.render(self.text, final=True)
+        return {"kind": "content", "text": self.text, "html": self.html, "tokens": self.tokens,
+                "seconds": self.seconds}
 
 
 class ChatView(anywidget.AnyWidget):
@@ -96,6 +133,8 @@ class ChatView(anywidget.AnyWidget):
     blocks = traitlets.List().tag(sync=True)
     """Snapshot of the reply's blocks; synced at the end and on a view's resync request."""
     tool_calls = traitlets.List().tag(sync=True)
+    tool_cards = traitlets.Dict().tag(sync=True)
+    """Each tool call's card, as HTML, by call id."""
     prefill = traitlets.Dict().tag(sync=True)
     usage = traitlets.Dict().tag(sync=True)
     timings = traitlets.Dict().tag(sync=True)
@@ -113,6 +152,12 @@ class ChatView(anywidget.AnyWidget):
     """The chat template cannot render tools: the model never saw ``tools_offered``."""
     model_dtype = traitlets.Unicode(allow_none=True, default_value=None).tag(sync=True)
     """The dtype the model runs in (``float32``), shown in the footer when known."""
+    notices = traitlets.Unicode("").tag(sync=True)
+    """The lines under the header (tools offered, a warning), as HTML."""
+    footer = traitlets.List().tag(sync=True)
+    """The footer's ``[label, value]`` items; deltas carry fresher ones while text streams."""
+    status = traitlets.Unicode("").tag(sync=True)
+    """How the turn ended (``stop``, ``length``, ``stopped``, ``error``...); empty while it runs."""
 
     def __init__(self, model: str, session: str, *, clock: Callable[[], float] = time.monotonic,
                  model_dtype: str | None = None, turn: Turn | None = None):
@@ -129,6 +174,7 @@ class ChatView(anywidget.AnyWidget):
         self._stop_lock = threading.Lock()
         self._blocks: list[_Block] = []
         self._last_send = float("-inf")
+        self._render_seconds = 0.0
         self._pending_prefill: dict | None = None
         self._stop_callbacks: list[Callable[[], Any]] = []
         self._display_handle = None
@@ -176,6 +222,8 @@ class ChatView(anywidget.AnyWidget):
         with self.hold_sync():
             self.tools_offered = [str(name) for name in names]
             self.tools_unsupported = bool(unsupported)
+            self.notices = notices_html({"tools_offered": self.tools_offered,
+                                         "tools_unsupported": self.tools_unsupported})
 
     def handle(self, event: Any) -> None:
         """Apply one engine event; call from the thread that consumes the request's events."""
@@ -197,6 +245,30 @@ class ChatView(anywidget.AnyWidget):
                     call["result"] = json_safe(result)
                     call["error"] = None if error is None else str(error)
             self.tool_calls = calls
+            self.tool_cards = self._tool_cards(calls)
+
+    @staticmethod
+    def _tool_cards(calls: list[dict]) -> dict[str, str]:
+        return {call["id"]: tool_card_html(call, waiting=True) for call in calls}
+
+    def _footer_items(self) -> list[list[str]]:
+        """The footer as the static output words it, with the tokens counted so far."""
+        if "prompt_tokens" not in self.usage:
+            return []
+        usage = dict(self.usage)
+        streamed = sum(block.tokens for block in self._blocks)
+        usage["completion_tokens"] = max(usage.get("completion_tokens", 0), streamed)
+        record = {"usage": usage, "timings": dict(self.timings), "finish_reason": self.finish_reason,
+                  "error": self.error, "interrupted": self.phase == "stopped",
+                  "model_dtype": self.model_dtype}
+        return [list(item) for item in footer_items(record, finished=self.phase in _TERMINAL)]
+
+    def _show_end(self) -> None:
+        """Set the status and footer once the phase is final (or back to streaming)."""
+        record = {"finish_reason": self.finish_reason, "error": self.error,
+                  "interrupted": self.phase == "stopped"}
+        self.status = status_label(record) if self.phase in _TERMINAL else ""
+        self.footer = self._footer_items()
 
     def finish(self, turn: Turn) -> tuple[dict, dict]:
         """Final state: flush, then replace the live output with the turn's static mimebundle."""
@@ -220,6 +292,8 @@ class ChatView(anywidget.AnyWidget):
                 self.tools_unsupported = record["tools_unsupported"]
                 self.model_dtype = record["model_dtype"]
                 self.phase = "error" if turn.error else "stopped" if turn.interrupted else "done"
+                self.notices = notices_html(record)
+                self._show_end()
             if self._display_handle is not None:
                 data, metadata = self._static
                 with self._in_cell():
@@ -266,6 +340,7 @@ class ChatView(anywidget.AnyWidget):
             self.usage = dict(self._turn.usage)  # earlier rounds' and this prompt's counts
             self.prefill = {"processed": event.cached_tokens, "total": event.prompt_tokens}
             self.phase = "prefill"
+            self._show_end()
 
     def _on_prefill(self, event: PrefillProgress) -> None:
         self._pending_prefill = {"processed": event.processed, "total": event.total}
@@ -292,6 +367,7 @@ class ChatView(anywidget.AnyWidget):
                 "result": None, "error": None}
         with self.hold_sync():
             self.tool_calls = [*self.tool_calls, call]
+            self.tool_cards = self._tool_cards(self.tool_calls)
             self.phase = "tool_calls"
 
     def _on_problem(self, event: ParseProblem) -> None:
@@ -303,6 +379,7 @@ class ChatView(anywidget.AnyWidget):
         with self.hold_sync():
             self.usage = dict(self._turn.usage)
             self.timings = dict(self._turn.timings)
+            self.footer = self._footer_items()
 
     def _on_finished(self, event: Finished) -> None:
         self._flush()
@@ -312,35 +389,48 @@ class ChatView(anywidget.AnyWidget):
                 self.phase = "stopped"
             elif event.reason != "tool_calls":  # the tool loop starts another round
                 self.phase = "done"
+            self._show_end()
 
     def _on_error(self, event: Error) -> None:
         self._flush()
         with self.hold_sync():
             self.error = event.message
             self.phase = "error"
+            self._show_end()
 
     # -- coalescing ---------------------------------------------------------------------------
 
     def _maybe_flush(self) -> None:
-        if self._clock() - self._last_send >= 1.0 / MAX_MESSAGES_PER_SECOND:
-            self._flush()
+        # Rendering a long code block can take milliseconds: flush less often then, so the
+        # kernel thread spends at most about a tenth of its time drawing the reply.
+        interval = max(1.0 / MAX_MESSAGES_PER_SECOND, 10 * self._render_seconds)
+        if self._clock() - self._last_send >= interval:
+            self._flush(streaming=True)
 
-    def _flush(self) -> None:
-        """Send what the front end lacks: the open block's new text and the prefill progress."""
+    def _flush(self, streaming: bool = False) -> None:
+        """Send what the front end lacks: the open block's news and the prefill progress.
+
+        Reasoning travels as new text; content as the Markdown blocks that changed (``keep``
+        the first blocks the front end has, then these), rendered here by the static renderer.
+        """
         sent = False
         if self._blocks and self._blocks[-1].pending:
             index, block = len(self._blocks) - 1, self._blocks[-1]
-            self.send({
-                "kind": "delta",
-                "block": index,
-                "channel": block.kind,
-                "offset": block.sent_length,
-                "text": block.pending,
-                "tokens": block.tokens,
-                "seconds": block.seconds,
-            })
-            block.sent_length += _utf16_length(block.pending)
+            message = {"kind": "delta", "block": index, "channel": block.kind,
+                       "tokens": block.tokens, "seconds": block.seconds,
+                       "footer": self._footer_items()}
+            if block.kind == "content":
+                started = time.perf_counter()
+                html = block.markdown.render(block.text, final=not streaming)
+                self._render_seconds = time.perf_counter() - started
+                keep = _common_prefix_length(block.html, html)
+                message.update(keep=keep, html=html[keep:])
+                block.html = html
+            else:
+                message.update(offset=block.sent_length, text=block.pending, summary=block.summary())
+                block.sent_length += _utf16_length(block.pending)
             block.pending = ""
+            self.send(message)
             sent = True
         if self._pending_prefill is not None:
             self.prefill, self._pending_prefill = self._pending_prefill, None
@@ -366,7 +456,9 @@ class ChatView(anywidget.AnyWidget):
             # A view that missed deltas (opened mid-stream) asks for the whole text once.
             with self._lock:
                 self._flush()
-                self.blocks = [block.snapshot() for block in self._blocks]
+                with self.hold_sync():
+                    self.blocks = [block.snapshot() for block in self._blocks]
+                    self.footer = self._footer_items()
 
     @contextlib.contextmanager
     def _in_cell(self):

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from mlx_notebook.display import TURN_MIME_TYPE
+from mlx_notebook.display import (
+    TURN_MIME_TYPE,
+    footer_items,
+    markdown_blocks,
+    markdown_html,
+    notices_html,
+    tool_card_html,
+)
 from mlx_notebook.engine._events import (
     ContentDelta,
     Error,
@@ -55,6 +62,22 @@ def deltas(sent):
     return [m["content"] for m in sent if m.get("method") == "custom" and m["content"]["kind"] == "delta"]
 
 
+def front_end_blocks(sent) -> list[dict]:
+    """The blocks a browser holds after these messages, applied as chat_view.js applies them."""
+    blocks: list[dict] = []
+    for d in deltas(sent):
+        if d["block"] == len(blocks):
+            blocks.append({"kind": d["channel"], "text": "", "html": []})
+        block = blocks[d["block"]]
+        if d["channel"] == "content":
+            assert len(block["html"]) >= d["keep"]
+            block["html"] = block["html"][:d["keep"]] + d["html"]
+        else:
+            assert d["offset"] == len(block["text"].encode("utf-16-le")) // 2
+            block["text"] += d["text"]
+    return blocks
+
+
 def usage_event(**overrides):
     values = dict(prompt_tokens=20, cached_tokens=16, completion_tokens=300, time_to_first_token=0.12,
                   prefill_tokens_per_second=900.0, decode_tokens_per_second=42.5, peak_memory=600 << 20)
@@ -80,8 +103,10 @@ def test_300_token_reply_stays_under_20_messages_per_second(seconds_per_token):
     assert len(deltas(sent)) <= MAX_MESSAGES_PER_SECOND * duration + 2
     # ...plus three state messages: the switch to content, usage and the finish.
     assert len(sent) - start <= MAX_MESSAGES_PER_SECOND * duration + 2 + 3
-    text = "".join(d["text"] for d in deltas(sent))
-    assert text == "".join(words)  # every word arrives once: no full-state resends
+    [content] = front_end_blocks(sent)
+    assert "".join(content["html"]) == markdown_html("".join(words))
+    # One paragraph: each message carries the block that changed, never the whole history.
+    assert all(len(d["html"]) == 1 for d in deltas(sent))
     if seconds_per_token >= 0.05:
         assert len(deltas(sent)) == 300  # slow models still update on every token
 
@@ -99,16 +124,17 @@ def test_reasoning_is_flushed_before_content_starts_even_within_one_tick():
         ("reasoning", "I should"), ("reasoning", " greet.")]
     view.handle(ContentDelta("!"))
     view.handle(Finished("stop"))
-    assert [(d["block"], d["channel"], d["text"]) for d in deltas(sent)][2:] == [(1, "content", "Hello!")]
+    assert [(d["block"], d["channel"], d["keep"], d["html"]) for d in deltas(sent)[2:]] == [
+        (1, "content", 0, ["<p>Hello!</p>\n"])]
     assert view.phase == "done"
 
 
 def test_offsets_count_utf16_units_like_the_browser():
     clock = Clock()
     view, sent = recording_view(clock)
-    view.handle(ContentDelta("🙂 ok"))
+    view.handle(ReasoningDelta("🙂 ok"))
     clock.now += 1
-    view.handle(ContentDelta(" fine"))
+    view.handle(ReasoningDelta(" fine"))
     first, second = deltas(sent)
     assert first["offset"] == 0
     assert second["offset"] == len("🙂 ok".encode("utf-16-le")) // 2 == 5
@@ -124,6 +150,7 @@ def test_reasoning_panel_counts_tokens_and_seconds():
     last_reasoning = [d for d in deltas(sent) if d["channel"] == "reasoning"][-1]
     assert last_reasoning["tokens"] == 4
     assert last_reasoning["seconds"] == pytest.approx(1.5)
+    assert last_reasoning["summary"] == "Reasoning · 4 tokens · 1.50 s"
 
 
 def test_tool_call_card_gets_its_result():
@@ -137,8 +164,11 @@ def test_tool_call_card_gets_its_result():
                                 "result": None, "error": None}]
     view.tool_result("call_1", result={"temperature": 21, "unit": "C"})
     assert view.tool_calls[0]["result"] == {"temperature": 21, "unit": "C"}
+    assert view.tool_cards["call_1"] == tool_card_html(view.tool_calls[0], waiting=True)
+    assert "waiting for the result" not in view.tool_cards["call_1"]
     view.tool_result("call_1", error="city not found")
     assert view.tool_calls[0]["error"] == "city not found"
+    assert "city not found</pre>" in view.tool_cards["call_1"]
     states = [m["state"] for m in sent if m.get("method") == "update"]
     assert any("tool_calls" in s for s in states)
 
@@ -243,8 +273,8 @@ def test_resync_request_sends_the_whole_text_once():
     view._handle_msg({"content": {"data": {"method": "custom", "content": {"kind": "resync"}}}, "buffers": []})
     snapshot = [m["state"]["blocks"] for m in sent if m.get("method") == "update" and "blocks" in m["state"]]
     assert snapshot[-1] == [
-        {"kind": "reasoning", "text": "hmm", "tokens": 1, "seconds": 0.0},
-        {"kind": "content", "text": "Paris.", "tokens": 1, "seconds": 0.0},
+        {"kind": "reasoning", "text": "hmm", "tokens": 1, "seconds": 0.0, "summary": "Reasoning · 1 token"},
+        {"kind": "content", "text": "Paris.", "html": ["<p>Paris.</p>\n"], "tokens": 1, "seconds": 0.0},
     ]
 
 
@@ -315,7 +345,9 @@ def test_offered_tools_and_dtype_reach_the_front_end_as_traits():
     view, sent = recording_view()
     view.offer_tools(["get_time"], unsupported=True)
     states = [m["state"] for m in sent if m.get("method") == "update"]
-    assert {"tools_offered": ["get_time"], "tools_unsupported": True} in states
+    [state] = states  # one message carries the names, the flag and the notices to show
+    assert state["tools_offered"] == ["get_time"] and state["tools_unsupported"] is True
+    assert state["notices"] == view.notices
     assert ChatView("m", "s", model_dtype="float32").model_dtype == "float32"
 
 
@@ -337,37 +369,40 @@ def run_js(body: str):
     return json.loads(done.stdout)
 
 
-FOOTER_CASES = [
-    ({"prompt_tokens": 1, "cached_tokens": 0, "completion_tokens": 1},
-     {"time_to_first_token": 0.004, "peak_memory": 562_284_672}, "stop", None),
-    ({"prompt_tokens": 8, "cached_tokens": 1, "completion_tokens": 25, "accepted_draft_tokens": 7},
-     {"time_to_first_token": 1.125, "prefill_tokens_per_second": 1500.5, "decode_tokens_per_second": 95.25,
-      "peak_memory": 999_960, "total_seconds": 12.34}, "length", "float32"),
-    ({"prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0},
-     {"peak_memory": 999, "total_seconds": 0.0004}, "stopped", "bfloat16"),
-]
+def test_the_live_footer_is_the_static_footer_with_the_tokens_counted_so_far():
+    clock = Clock()
+    view, sent = recording_view(clock)
+    view.handle(Started("r1", prompt_tokens=20, cached_tokens=16))
+    assert view.footer == [["prompt", "20 tokens"], ["cached", "16 (80%)"], ["completion", "0 tokens"]]
+    for word in ("Paris ", "is ", "nice."):
+        clock.now += 1
+        view.handle(ContentDelta(word))
+    assert deltas(sent)[-1]["footer"][2] == ["completion", "3 tokens"]  # no finish item yet
+    view.handle(usage_event(completion_tokens=3))
+    view.handle(Finished("length"))
+    record = {"usage": view.usage, "timings": view.timings, "finish_reason": "length",
+              "model_dtype": None}
+    assert view.footer == [list(item) for item in footer_items(record)]
+    assert view.footer[-1] == ["finish", "length"] and view.status == "length"
+    assert ["peak memory", "629.1 MB"] in view.footer
 
 
-def test_live_and_static_footers_read_the_same():
-    from mlx_notebook.display import footer_items
-
-    expected = [
-        [list(item) for item in footer_items({"usage": usage, "timings": timings, "finish_reason": status,
-                                              "model_dtype": dtype})]
-        for usage, timings, status, dtype in FOOTER_CASES
-    ]
-    live = run_js(f"result = {json.dumps(FOOTER_CASES)}.map(([u, t, s, d]) => m.footerItems(u, t, s, 0, d));")
-    assert live == expected
-    assert ["peak memory", "562.3 MB"] in live[0] and ["prompt", "1 token"] in live[0]
-
-
-def test_live_numbers_match_the_python_formatters():
-    from mlx_notebook.display import format_bytes, format_seconds
-
-    sizes = [0, 999, 1_250, 999_960, 3 << 20, 562_284_672, 124_000_000_000]
-    seconds = [0, 0.0004, 0.004, 0.04, 0.61, 1.125, 9.999, 12.34, 123.4]
-    assert run_js(f"result = [{json.dumps(sizes)}.map(m.formatBytes), {json.dumps(seconds)}.map(m.formatSeconds)];") \
-        == [[format_bytes(n) for n in sizes], [format_seconds(s) for s in seconds]]
+def test_a_streaming_reply_renders_as_its_final_html_at_every_step():
+    # A long reply whose earlier blocks settle: at every flush the front end holds exactly
+    # what the static renderer makes of the text so far.
+    clock = Clock()
+    view, sent = recording_view(clock)
+    reply = ("Intro with **bold**.\n\n- a\n- b\n\n```python\ndef f(x):\n    return x\n```\n\n"
+             "| a | b |\n|---|---|\n| 1 | 2 |\n\n> quoted\n\nTail $x_1$ and [l](https://x.org).") * 3
+    pieces = [reply[i:i + 7] for i in range(0, len(reply), 7)]
+    text = ""
+    for piece in pieces:
+        clock.now += 1
+        text += piece
+        view.handle(ContentDelta(piece))
+        [content] = front_end_blocks(sent)
+        assert content["html"] == markdown_blocks(text)
+    assert max(len(d["html"]) for d in deltas(sent)[1:]) <= 2  # only the tail travels
 
 
 @pytest.mark.parametrize("kernel, busy, plan", [
@@ -385,12 +420,11 @@ def test_stop_interrupts_the_kernel_only_when_the_message_cannot_arrive(kernel, 
 
 
 def test_the_live_card_warns_when_the_template_cannot_show_the_tools():
-    from mlx_notebook.display import tools_offered_line, tools_unsupported_warning
-
+    view, _ = recording_view()
+    view.offer_tools(["get_weather", "get_time"], unsupported=True)
     record = {"tools_offered": ["get_weather", "get_time"], "tools_unsupported": True}
-    assert run_js('result = m.toolsNotices(["get_weather", "get_time"], true);') == {
-        "offered": tools_offered_line(record), "warning": tools_unsupported_warning(record)}
-    assert run_js("result = m.toolsNotices([], false);") == {"offered": None, "warning": None}
+    assert view.notices == notices_html(record)
+    assert "the model never saw get_weather, get_time" in view.notices
 
 
 # -- in a real kernel ---------------------------------------------------------------------------
@@ -514,11 +548,15 @@ def test_a_real_story_reply_reaches_the_front_end_in_few_messages(kernel, tiny_r
     cell, messages = run_cell(kernel, "%%chat --temp 0 --tools none\nTell me a story about a small robot.")
     comm = [m for m in messages if m["msg_type"] == "comm_msg" and m["parent_header"].get("msg_id") == cell]
     deltas = [m["content"]["data"]["content"] for m in comm if m["content"]["data"]["method"] == "custom"]
-    _, out = run_cell(kernel, "print(_.usage['completion_tokens'], repr(_.reasoning + _.content))")
+    _, out = run_cell(kernel, "print(_.usage['completion_tokens'], repr((_.reasoning, _.content)))")
     text = "".join(m["content"]["text"] for m in out if m["msg_type"] == "stream")
     tokens, reply = text.split(" ", 1)
+    reasoning, content = eval(reply)
     assert int(tokens) >= 250
-    assert "".join(d["text"] for d in deltas) == eval(reply)  # every character once, no resends
+    blocks = front_end_blocks([{"method": "custom", "content": d} for d in deltas])
+    # Reasoning arrives once, character by character; the answer as its rendered blocks.
+    assert "".join(b["text"] for b in blocks if b["kind"] == "reasoning") == reasoning
+    assert "".join("".join(b["html"]) for b in blocks if b["kind"] == "content") == markdown_html(content)
     seconds = (comm[-1]["header"]["date"] - comm[0]["header"]["date"]).total_seconds()
     assert len(deltas) <= 20 * seconds + 2
     assert len(comm) <= 20 * seconds + 12  # plus a handful of state changes

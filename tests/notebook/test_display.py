@@ -49,18 +49,24 @@ def make_turn(**overrides) -> Turn:
 @pytest.mark.parametrize(
     "markdown, expected",
     [
-        ("Hello **world**", "<p>Hello <strong>world</strong></p>"),
-        ("Use `x < y` here", "<p>Use <code>x &lt; y</code> here</p>"),
-        ("# Title\ntext", "<h1>Title</h1><p>text</p>"),
-        ("- one\n- two *it*", "<ul><li>one</li><li>two <em>it</em></li></ul>"),
-        ("3. c\n4. d", '<ol start="3"><li>c</li><li>d</li></ol>'),
-        ("> quoted", "<blockquote><p>quoted</p></blockquote>"),
-        ("a\n\n---\n\nb", "<p>a</p><hr><p>b</p>"),
+        ("Hello **world**", "<p>Hello <strong>world</strong></p>\n"),
+        ("Use `x < y` here", "<p>Use <code>x &lt; y</code> here</p>\n"),
+        ("# Title\ntext", "<h1>Title</h1>\n<p>text</p>\n"),
+        ("- one\n- two *it*", "<ul>\n<li>one</li>\n<li>two <em>it</em></li>\n</ul>\n"),
+        ("3. c\n4. d", '<ol start="3">\n<li>c</li>\n<li>d</li>\n</ol>\n'),
+        ("> quoted", "<blockquote>\n<p>quoted</p>\n</blockquote>\n"),
+        ("a\n\n---\n\nb", "<p>a</p>\n<hr />\n<p>b</p>\n"),
         ("[docs](https://ml-explore.github.io)",
-         '<p><a href="https://ml-explore.github.io" target="_blank" rel="noopener">docs</a></p>'),
-        ("[bad](javascript:alert(1))", "<p>[bad](javascript:alert(1))</p>"),
-        ("<script>alert(1)</script>", "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>"),
-        ("snake_case_name stays", "<p>snake_case_name stays</p>"),
+         '<p><a href="https://ml-explore.github.io" target="_blank" rel="noopener noreferrer">docs</a></p>\n'),
+        ("[bad](javascript:alert(1))", "<p>[bad](javascript:alert(1))</p>\n"),
+        ("<script>alert(1)</script>", "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>\n"),
+        ('<img src=x onerror="alert(1)">', "<p>&lt;img src=x onerror=&quot;alert(1)&quot;&gt;</p>\n"),
+        ("![tracker](https://example.com/t.png)",  # never fetched when the notebook opens
+         '<p>!<a href="https://example.com/t.png" target="_blank" rel="noopener noreferrer">tracker</a></p>\n'),
+        ("snake_case_name stays", "<p>snake_case_name stays</p>\n"),
+        ("| a |\n|---|\n| 1 |", "<table>\n<thead>\n<tr>\n<th>a</th>\n</tr>\n</thead>\n<tbody>\n"
+                                  "<tr>\n<td>1</td>\n</tr>\n</tbody>\n</table>\n"),
+        ("~~old~~ $a_1 < b_1$", '<p><s>old</s> <span class="math inline">\\(a_1 &lt; b_1\\)</span></p>\n'),
     ],
 )
 def test_markdown_subset_renders_and_escapes(markdown, expected):
@@ -72,7 +78,7 @@ def test_code_blocks_are_highlighted_inline_and_unclosed_fences_run_to_the_end()
     assert rendered.startswith('<pre class="mlxnb-code" data-lang="python"><code>')
     assert '<span style="color: #8839EF">def</span>' in rendered  # inline: survives sanitizers
     streaming = markdown_html("Look:\n```js\nlet x = '<b>'")
-    assert streaming.endswith("</code></pre>")
+    assert streaming.endswith("</code></pre>\n")
     assert "&#x27;&lt;b&gt;&#x27;" in streaming or "&lt;b&gt;" in streaming
 
 
@@ -158,7 +164,7 @@ def test_a_stopped_turn_says_stopped_everywhere_and_keeps_its_partial_reply():
         "It is 21 [stopped]", "[stopped, 80 prompt tokens (60 cached), 25 completion tokens]"]
     assert 'mlxnb-status-stopped">stopped<' in data["text/html"]
     assert "finish <b>stopped</b>" in data["text/html"]
-    assert '<div class="mlxnb-content"><p>It is 21</p></div>' in data["text/html"]
+    assert '<div class="mlxnb-content"><p>It is 21</p>\n</div>' in data["text/html"]
     assert 'class="mlxnb-error"' not in data["text/html"]  # the user's choice, not a failure
     assert all("cancelled" not in str(value) for value in [*data.values(), metadata])
     # A user stop that the runner already named "stopped" reads the same.

@@ -12,13 +12,13 @@ import io
 import html
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
+from mlx_notebook.engine import ContentDelta
 from mlx_notebook.engine._errors import EngineDeadError
 from mlx_notebook.runner import ToolRoundsExceeded
 from mlx_notebook.tools import make_tool
@@ -320,17 +320,26 @@ def test_render_status_sessions_and_reset(smollm2_shell, capsys):
                + ", ".join(sorted(s.name for s in magics_of(smollm2_shell).sessions)) + ").", capsys)
 
 
-def _interrupt_when_generating(shell, delay: float) -> threading.Thread:
-    """Raise KeyboardInterrupt in the main thread once a request is running, like a kernel interrupt."""
-    engine = magics_of(shell).engine
+def _interrupt_after_tokens(monkeypatch, tokens: int) -> threading.Thread:
+    """Raise KeyboardInterrupt in the main thread, like a kernel interrupt, once the turn
+    being streamed has shown ``tokens`` answer tokens."""
     main = threading.main_thread().ident
+    shown = threading.Event()
+    apply = Turn.apply
+
+    def counting_apply(turn, event):
+        apply(turn, event)
+        if isinstance(event, ContentDelta):
+            counting_apply.seen += 1
+            if counting_apply.seen >= tokens:
+                shown.set()
+
+    counting_apply.seen = 0
+    monkeypatch.setattr(Turn, "apply", counting_apply)
 
     def interrupt():
-        deadline = time.monotonic() + 120
-        while engine.active_requests == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(delay)
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt))
+        if shown.wait(120):
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt))
 
     thread = threading.Thread(target=interrupt, daemon=True)
     thread.start()
@@ -338,10 +347,10 @@ def _interrupt_when_generating(shell, delay: float) -> threading.Thread:
 
 
 @pytest.mark.model
-def test_interrupt_cancels_the_reply_and_keeps_what_the_user_saw(smollm2_shell, capsys):
+def test_interrupt_cancels_the_reply_and_keeps_what_the_user_saw(smollm2_shell, capsys, monkeypatch):
     run(smollm2_shell, f"%%chat --new --session story --max-tokens 12\n{PARIS}", capsys)
     first = smollm2_shell.user_ns["_"]
-    thread = _interrupt_when_generating(smollm2_shell, delay=1.0)
+    thread = _interrupt_after_tokens(monkeypatch, tokens=5)
     result, out, err = run(smollm2_shell, "%%chat --session story --max-tokens 400\n"
                                           "Tell me a very long story about a robot.", capsys)
     thread.join()
