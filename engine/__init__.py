@@ -41,6 +41,8 @@ _LAZY = {
     "CacheLookup": (".request._prompt_cache", "CacheLookup"),
     "chat_chunks": (".request._responses", "chat_chunks"),
     "completion_chunks": (".request._responses", "completion_chunks"),
+    "Listener": (".serving", "Listener"),
+    "ServedRequest": (".serving", "ServedRequest"),
     # Also keeps ``python -m mlx_notebook.engine.blas`` (which tests/run.sh runs) from finding
     # the module imported before it runs.
     "slow_blas_note": (".blas", "slow_blas_note"),
@@ -56,6 +58,8 @@ __all__ = [
     "EngineEvent", "Started", "PrefillProgress", "ReasoningDelta", "ContentDelta", "ToolCall",
     "ParseProblem", "TokenLogprobs", "Usage", "Finished", "Error", "chat_chunks",
     "completion_chunks",
+    # the HTTP listener and what it is serving
+    "Listener", "ServedRequest",
     # models and the machine
     "DEFAULT_MODEL", "cache_dir", "resolve_model", "slow_blas_note",
     # the parser debugger, and numbers as people read them

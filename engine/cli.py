@@ -1,4 +1,5 @@
-"""The ``mlx-notebook`` console script: fetch, import, list and remove models, and a greedy demo."""
+"""The ``mlx-notebook`` console script: fetch, import, list and remove models, a greedy demo,
+and ``serve`` (the engine over HTTP)."""
 
 from __future__ import annotations
 
@@ -74,6 +75,32 @@ def _demo(args: argparse.Namespace) -> None:
     print(f"[{engine.model_info.name}: {usage['prompt_tokens']} prompt tokens, {usage['completion_tokens']} completion tokens]")
 
 
+def _serve(args: argparse.Namespace) -> None:
+    import threading
+
+    from . import Engine
+    from .blas import reexec_with_fast_blas
+    from .serving import Listener
+
+    note = reexec_with_fast_blas()
+    if note:
+        print(note, file=sys.stderr)
+    with Engine(args.spec, dtype=args.dtype, progress=not args.quiet) as engine:
+        # Checked before printing anything: a non-loopback host needs a token.
+        listener = Listener(engine, host=args.host, port=args.port, token=args.token)
+        with listener:
+            print(f"Serving {engine.model_info.name} at {listener.url}")
+            if listener.token_generated:
+                print(f"Token (send 'Authorization: Bearer TOKEN'): {listener.token}")
+            elif listener.token:
+                print("Token: the one given with --token.")
+            print("Press Ctrl-C to stop.", flush=True)
+            try:
+                threading.Event().wait()
+            except KeyboardInterrupt:
+                print("Stopped.")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mlx-notebook", description="Manage mlx-notebook's offline model store.")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
@@ -104,6 +131,18 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--max-tokens", type=int, default=64, help="reply length limit")
     demo.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
     demo.set_defaults(run=_demo)
+
+    serve = commands.add_parser("serve", help="serve a model over an OpenAI-compatible HTTP API "
+                                              "until interrupted")
+    serve.add_argument("spec", nargs="?", default=DEFAULT_MODEL, help="model spec (default: the default model)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1, this machine only)")
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080; 0 picks a free one)")
+    serve.add_argument("--token", default=None,
+                       help="the bearer token clients must send (default: a new one, printed); "
+                            "'' serves without one, on a loopback host only")
+    serve.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
+    serve.set_defaults(run=_serve)
     return parser
 
 

@@ -1,0 +1,12 @@
+"""The OpenAI-compatible HTTP listener: the in-process engine served to other programs.
+
+``Listener(engine).start()`` serves ``/v1/chat/completions``, ``/v1/completions``,
+``/v1/models`` and ``/health`` as ``mlx_lm.server`` does, through the same request path and
+response builders as every in-process caller. Private modules: ``_listener`` (the server
+thread and its loop), ``_handlers`` (the endpoints).
+"""
+
+from ._handlers import ServedRequest
+from ._listener import DEFAULT_PORT, MAX_BODY_BYTES, Listener
+
+__all__ = ["Listener", "ServedRequest", "DEFAULT_PORT", "MAX_BODY_BYTES"]

@@ -1,0 +1,173 @@
+"""``Listener``: an OpenAI-compatible HTTP listener on an in-process ``Engine``.
+
+Built on tornado, which every Jupyter kernel already has (ipykernel and jupyter_server
+depend on it): an established HTTP/1.1 server with SSE-friendly flushing and no new
+dependency. It runs on its own thread with its own asyncio loop, never the kernel's, so a
+busy or blocked kernel loop (a running ``%%chat`` cell) never stalls HTTP clients and the
+clients never stall the notebook. The listener is one more client of the engine: requests go
+through ``Engine.submit`` and the engine's own response builders, and are batched with the
+notebook's. Safe by default: loopback, a bearer token (generated unless given), a body limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import secrets
+import socket
+import threading
+import time
+from typing import Any
+
+from tornado.httpserver import HTTPServer
+from tornado.netutil import bind_sockets
+from tornado.web import Application
+
+from .._errors import EngineError
+from ._handlers import (
+    CompletionsHandler, HealthHandler, ModelsHandler, NotFoundHandler, ServedRequest,
+)
+
+__all__ = ["Listener", "DEFAULT_PORT", "MAX_BODY_BYTES"]
+
+DEFAULT_PORT = 8080
+"""``mlx_lm.server``'s default port."""
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""Largest request body accepted (413 above it)."""
+_log = logging.getLogger("mlx_notebook.engine.serving")
+_BACKLOG = 1024
+# Connections the kernel queues before accepting: mlx_lm.server's standard-library server
+# listens with a backlog of 5 and resets clients beyond it under a burst.
+
+
+class Listener:
+    """Serve ``engine`` over HTTP until ``stop()``; ``engine`` may be replaced while serving.
+
+    >>> listener = Listener(engine, port=0).start()      # doctest: +SKIP
+    >>> listener.url, listener.token                     # doctest: +SKIP
+    """
+
+    def __init__(self, engine: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+                 token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES):
+        """``token=None`` generates one (``token_generated`` is then True); ``token=""``
+        serves without one, which only a loopback host allows."""
+        if token == "" and not _is_loopback(host):
+            raise EngineError(f"Serving on {host} without a token would let anyone on the "
+                              "network use the model; give a token or serve on 127.0.0.1.")
+        self.engine = engine
+        self.host = host
+        self.port = port
+        self.token_generated = token is None
+        self.token = secrets.token_urlsafe(24) if token is None else token
+        self.max_body_bytes = max_body_bytes
+        self.created = int(time.time())
+        self._served: dict[str, tuple[ServedRequest, Any]] = {}  # id -> (record, handle)
+        self._served_lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> "Listener":
+        """Bind (errors such as a port in use raise here) and serve on a new thread."""
+        if self._thread is not None:
+            raise EngineError("This listener is already serving; stop it first.")
+        try:
+            sockets = bind_sockets(self.port, self.host, backlog=_BACKLOG)
+        except OSError as exc:
+            raise EngineError(f"Cannot listen on {self.host}:{self.port} ({exc.strerror or exc}); "
+                              "pick another port with --port.") from None
+        self.port = sockets[0].getsockname()[1]
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, args=(sockets, ready),
+                                        name="mlx-notebook-listener", daemon=True)
+        self._thread.start()
+        ready.wait()
+        return self
+
+    def _serve(self, sockets: list[socket.socket], ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        self._loop = loop
+        server = HTTPServer(self._application(), max_body_size=self.max_body_bytes)
+        server.add_sockets(sockets)
+        loop.call_soon(ready.set)
+        try:
+            loop.run_forever()
+        finally:
+            server.stop()
+            loop.run_until_complete(server.close_all_connections())
+            loop.close()
+
+    def _application(self) -> Application:
+        me = {"listener": self}
+        return Application([
+            (r"/v1/chat/completions", CompletionsHandler, {**me, "kind": "chat"}),
+            (r"/chat/completions", CompletionsHandler, {**me, "kind": "chat"}),
+            (r"/v1/completions", CompletionsHandler, {**me, "kind": "completion"}),
+            (r"/v1/models(?:/(.*))?", ModelsHandler, me),
+            (r"/health", HealthHandler, me),
+        ], default_handler_class=NotFoundHandler, default_handler_args=me,
+            log_function=_log_request)
+
+    def stop(self) -> None:
+        """Cancel what is being served, close the connections and join the thread."""
+        thread, loop = self._thread, self._loop
+        if thread is None or loop is None:
+            return
+        with self._served_lock:
+            handles = [handle for _, handle in self._served.values()]
+        for handle in handles:  # cancel is thread-safe; the engine frees their slots now
+            handle.cancel()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        self._thread = self._loop = None
+
+    def __enter__(self) -> "Listener":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    def __repr__(self) -> str:
+        state = "serving" if self.running else "stopped"
+        return f"<Listener {self.url} {state}, {len(self._served)} requests>"
+
+    # -- what is being served ------------------------------------------------------------------
+    def served(self) -> tuple[ServedRequest, ...]:
+        """The requests being served now, oldest first."""
+        with self._served_lock:
+            return tuple(record for record, _ in self._served.values())
+
+    def track(self, record: ServedRequest, handle: Any) -> None:
+        with self._served_lock:
+            self._served[record.request_id] = (record, handle)
+
+    def untrack(self, record: ServedRequest) -> None:
+        with self._served_lock:
+            self._served.pop(record.request_id, None)
+
+def _log_request(handler) -> None:
+    # tornado's own access log warns on every 4xx, which a notebook would show in whatever
+    # cell runs next; requests are logged at debug level instead.
+    request = handler.request
+    _log.debug("%d %s %s (%s) %.1f ms", handler.get_status(), request.method, request.uri,
+               request.remote_ip, 1000 * request.request_time())
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

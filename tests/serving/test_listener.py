@@ -1,0 +1,327 @@
+"""The HTTP listener driven by real clients: the openai SDK, curl and raw httpx streams.
+
+Each reply is compared with the in-process engine's reply to the same body: the listener is
+one more client of the one request path, so the two must be equal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import threading
+
+import httpx
+import openai
+import pytest
+
+from mlx_notebook.engine import EngineError
+from mlx_notebook.engine.serving import Listener
+
+
+pytestmark = pytest.mark.model
+
+
+def _client(listener, **kw) -> openai.OpenAI:
+    return openai.OpenAI(base_url=listener.url, api_key=listener.token, max_retries=0, **kw)
+
+
+def _sdk(body: dict) -> dict:
+    """A body as SDK arguments: a model name, and what the SDK has no argument for in
+    ``extra_body`` (``chat_template_kwargs``)."""
+    extra = {k: body[k] for k in ("chat_template_kwargs",) if k in body}
+    kwargs = {k: v for k, v in body.items() if k not in extra}
+    return {"model": "default_model", **kwargs, "extra_body": extra}
+
+
+def _split(reply: str) -> tuple[str, str]:
+    """(reasoning, answer) of a scripted reply."""
+    if "<think>" not in reply:
+        return "", reply
+    thought, _, answer = reply.partition("</think>")
+    return thought.split("<think>")[1], answer
+
+
+# -- chat, completions, tools, logprobs through the SDK ----------------------------------------
+def test_sdk_chat_reply_is_the_in_process_reply_with_reasoning_and_cached_tokens(
+        tiny_listener, tiny_engine, script_body, scripts):
+    body = script_body("reason_then_answer", temperature=0.0)
+    reply = _client(tiny_listener).chat.completions.create(**_sdk(body))
+    message = reply.choices[0].message
+    thought, answer = _split(scripts["reason_then_answer"]["reply"])
+    assert message.content == answer
+    assert message.model_extra["reasoning"] == thought
+    assert reply.choices[0].finish_reason == "stop"
+    assert reply.usage.prompt_tokens_details.cached_tokens is not None
+    in_process = tiny_engine.chat_completions(body)
+    assert in_process["choices"][0]["message"]["content"] == message.content
+    # The same prompt again: the prompt cache served all but the last token.
+    again = _client(tiny_listener).chat.completions.create(**_sdk(body))
+    assert again.usage.prompt_tokens_details.cached_tokens >= again.usage.prompt_tokens - 1
+
+
+def test_sdk_chat_stream_sends_reasoning_then_content_then_usage(
+        tiny_listener, script_body, scripts):
+    body = script_body("reason_then_answer", stream=True, stream_options={"include_usage": True})
+    chunks = list(_client(tiny_listener).chat.completions.create(**_sdk(body)))
+    reasoning = "".join(c.choices[0].delta.model_extra.get("reasoning") or ""
+                        for c in chunks if c.choices)
+    content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    thought, answer = _split(scripts["reason_then_answer"]["reply"])
+    assert (reasoning, content) == (thought, answer)
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].usage.completion_tokens > 0 and not chunks[-1].choices
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_sdk_tool_calls_arrive_as_openai_tool_calls(tiny_listener, script_body, stream):
+    body = script_body("parallel_tool_calls", stream=stream)
+    result = _client(tiny_listener).chat.completions.create(**_sdk(body))
+    if stream:
+        chunks = list(result)
+        calls = [tc for c in chunks for tc in (c.choices[0].delta.tool_calls or [])]
+        assert [c.index for c in calls] == [0, 1]
+        finish = chunks[-1].choices[0].finish_reason
+    else:
+        calls = result.choices[0].message.tool_calls
+        finish = result.choices[0].finish_reason
+    assert [c.function.name for c in calls] == ["get_weather", "get_weather"]
+    assert [json.loads(c.function.arguments) for c in calls] == [{"city": "Tokyo"}, {"city": "Oslo"}]
+    assert finish == "tool_calls"
+
+
+def test_sdk_completions_stream_and_not_continue_the_prompt(smollm2_listener, smollm2_engine):
+    client = _client(smollm2_listener)
+    body = {"model": smollm2_engine.model_info.name, "prompt": "The capital of France is",
+            "max_tokens": 3, "temperature": 0.0}
+    whole = client.completions.create(**body)
+    streamed = "".join(c.choices[0].text for c in client.completions.create(**body, stream=True)
+                       if c.choices)
+    assert whole.choices[0].text.startswith("Paris")
+    assert streamed == whole.choices[0].text == smollm2_engine.completions(body)["choices"][0]["text"]
+    assert whole.usage.completion_tokens == 3
+
+
+def test_sdk_logprobs_equal_the_in_process_ones(tiny_listener, tiny_engine, script_body):
+    body = script_body("thinking_disabled", logprobs=True, top_logprobs=2)
+    over_http = _client(tiny_listener).chat.completions.create(**_sdk(body)).choices[0].logprobs.content
+    in_process = tiny_engine.chat_completions(body)["choices"][0]["logprobs"]["content"]
+    assert [t.token for t in over_http] == [t["token"] for t in in_process]
+    assert [t.logprob for t in over_http] == pytest.approx([t["logprob"] for t in in_process],
+                                                           abs=1e-4)
+    assert all(len(t.top_logprobs) == 2 for t in over_http)
+
+
+# -- errors as OpenAI error objects ---------------------------------------------------------------
+def test_unknown_model_is_a_404_that_names_the_loaded_model(tiny_listener, tiny_engine):
+    with pytest.raises(openai.NotFoundError) as caught:
+        _client(tiny_listener).chat.completions.create(
+            model="gpt-4", messages=[{"role": "user", "content": "Hi"}])
+    error = caught.value.body
+    assert error["code"] == "model_not_found" and error["param"] == "model"
+    assert "'gpt-4' is not loaded" in error["message"]
+
+
+def test_bad_parameter_is_a_400_naming_the_parameter(tiny_listener):
+    with pytest.raises(openai.BadRequestError) as caught:
+        _client(tiny_listener).chat.completions.create(
+            model="default_model", messages=[{"role": "user", "content": "Hi"}], temperature=-1)
+    assert caught.value.body["param"] == "temperature"
+    assert caught.value.body["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("token", ["wrong", None])
+def test_a_wrong_or_missing_token_is_a_401_error_object(tiny_listener, token):
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    r = httpx.post(f"{tiny_listener.url}/chat/completions", headers=headers,
+                   json={"messages": [{"role": "user", "content": "Hi"}]})
+    assert r.status_code == 401
+    assert r.json()["error"]["code"] == "invalid_api_key"
+    assert "Authorization: Bearer" in r.json()["error"]["message"]
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=tiny_listener.url, api_key="wrong", max_retries=0).models.list()
+
+
+def test_bad_json_and_unknown_paths_answer_with_error_objects(tiny_listener):
+    auth = {"Authorization": f"Bearer {tiny_listener.token}"}
+    bad = httpx.post(f"{tiny_listener.url}/chat/completions", headers=auth, content=b"{nope")
+    assert bad.status_code == 400 and "not valid JSON" in bad.json()["error"]["message"]
+    missing = httpx.get(f"{tiny_listener.url}/engines", headers=auth)
+    assert missing.status_code == 404 and "/v1/chat/completions" in missing.json()["error"]["message"]
+
+
+def test_health_and_models_have_mlx_lm_server_shapes(tiny_listener, tiny_engine):
+    root = tiny_listener.url.removesuffix("/v1")
+    assert httpx.get(f"{root}/health").json() == {"status": "ok"}
+    models = _client(tiny_listener).models.list()
+    assert [m.id for m in models.data] == [tiny_engine.model_info.name]
+    assert models.data[0].object == "model"
+
+
+# -- curl ------------------------------------------------------------------------------------------
+def test_curl_streams_sse_lines_ending_with_done(tiny_listener, script_body, scripts):
+    body = json.dumps(script_body("thinking_disabled", stream=True))
+    out = subprocess.run(
+        ["curl", "-sN", f"{tiny_listener.url}/chat/completions",
+         "-H", f"Authorization: Bearer {tiny_listener.token}",
+         "-H", "Content-Type: application/json", "-d", body],
+        capture_output=True, text=True, timeout=120, check=True).stdout
+    events = [line for line in out.split("\n\n") if line]
+    assert all(e.startswith("data: ") for e in events)
+    assert events[-1] == "data: [DONE]"
+    chunks = [json.loads(e[6:]) for e in events[:-1]]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    assert text == scripts["thinking_disabled"]["reply"]
+
+
+def test_curl_body_over_the_limit_is_a_413(tiny_engine, tmp_path):
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 2048)
+    with Listener(tiny_engine, port=0, max_body_bytes=1024) as small:
+        out = subprocess.run(
+            ["curl", "-s", "-w", "\n%{http_code}", f"{small.url}/completions",
+             "-H", f"Authorization: Bearer {small.token}", "-H", "Content-Type: application/json",
+             "--data-binary", f"@{big}"],
+            capture_output=True, text=True, timeout=60, check=True).stdout
+    payload, status = out.rsplit("\n", 1)
+    assert status == "413"
+    assert json.loads(payload)["error"]["code"] == "request_too_large"
+
+
+# -- safety ----------------------------------------------------------------------------------------
+def test_a_non_loopback_host_without_a_token_is_refused(tiny_engine):
+    with pytest.raises(EngineError, match="without a token"):
+        Listener(tiny_engine, host="0.0.0.0", token="")
+
+
+def test_a_token_is_generated_unless_given(tiny_engine):
+    assert Listener(tiny_engine).token_generated and len(Listener(tiny_engine).token) >= 24
+    given = Listener(tiny_engine, token="s3cret")
+    assert given.token == "s3cret" and not given.token_generated
+
+
+def test_a_port_in_use_is_one_sentence(tiny_listener, tiny_engine):
+    with pytest.raises(EngineError, match=f"Cannot listen on 127.0.0.1:{tiny_listener.port}"):
+        Listener(tiny_engine, port=tiny_listener.port).start()
+
+
+# -- many clients ----------------------------------------------------------------------------------
+QUESTIONS = ["What is the capital of France?", "Name a primary colour.", "What is 2 + 2?",
+             "Say hello in Spanish.", "What is water made of?", "Name a planet.",
+             "What colour is the sky?", "How many legs does a cat have?"]
+
+
+@pytest.mark.slow
+def test_eight_concurrent_sdk_clients_each_get_their_in_process_greedy_reply(
+        smollm2_listener, smollm2_engine):
+    bodies = [{"model": "default_model", "messages": [{"role": "user", "content": q}],
+               "max_tokens": 16, "temperature": 0.0} for q in QUESTIONS]
+    expected = [smollm2_engine.chat_completions(b)["choices"][0]["message"]["content"]
+                for b in bodies]
+    replies: list = [None] * len(bodies)
+
+    def ask(i: int) -> None:
+        replies[i] = _client(smollm2_listener).chat.completions.create(**_sdk(bodies[i]))
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(bodies))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert [r.choices[0].message.content for r in replies] == expected
+    assert len(set(expected)) > 4  # their own replies, not one shared
+
+
+@pytest.mark.slow
+def test_sixty_four_simultaneous_streaming_clients_are_all_served(
+        tiny_listener, tiny_engine, script_body, scripts, wait_until):
+    body = script_body("system_prompt", stream=True)
+    expected = scripts["system_prompt"]["reply"].split("</think>")[-1]
+
+    async def one(client: httpx.AsyncClient) -> str:
+        text = []
+        async with client.stream("POST", "/chat/completions", json=body) as r:
+            assert r.status_code == 200
+            async for line in r.aiter_lines():
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    delta = json.loads(line[6:])["choices"][0]["delta"]
+                    text.append(delta.get("content") or "")
+        return "".join(text)
+
+    async def all_at_once() -> list:
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=0)
+        async with httpx.AsyncClient(base_url=tiny_listener.url, limits=limits, timeout=300,
+                                     headers={"Authorization": f"Bearer {tiny_listener.token}"}) as c:
+            return await asyncio.gather(*(one(c) for _ in range(64)), return_exceptions=True)
+
+    results = asyncio.run(all_at_once())
+    assert [r for r in results if not isinstance(r, str)] == []  # none refused or reset
+    assert results == [expected] * 64
+    assert wait_until(lambda: tiny_engine.active_requests == 0)
+
+
+# -- a client that leaves --------------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_client_leaving_mid_stream_cancels_its_request_and_frees_the_engine(
+        smollm2_listener, smollm2_engine, wait_until):
+    body = {"messages": [{"role": "user", "content": "Write a long story about a lighthouse."}],
+            "max_tokens": 400, "temperature": 0.0, "stream": True}
+    other = {"messages": [{"role": "user", "content": QUESTIONS[0]}], "max_tokens": 12,
+             "temperature": 0.0}
+    expected_other = smollm2_engine.chat_completions(other)["choices"][0]["message"]["content"]
+    headers = {"Authorization": f"Bearer {smollm2_listener.token}"}
+    with httpx.Client(base_url=smollm2_listener.url, headers=headers, timeout=120) as client:
+        with client.stream("POST", "/chat/completions", json=body) as r:
+            lines = r.iter_lines()
+            first = [json.loads(next(line for line in lines if line.startswith("data: "))[6:])
+                     for _ in range(3)]
+            request_id = first[0]["id"]
+        # The connection is closed: the engine drops the request long before 400 tokens.
+        assert wait_until(lambda: smollm2_engine.active_requests == 0, 20)
+        assert wait_until(lambda: smollm2_listener.served() == ())
+        generated = smollm2_engine.trace(request_id).text
+        assert len(smollm2_engine.tokenizer.encode(generated)) < 100
+        # Other clients are unaffected.
+        reply = client.post("/chat/completions", json=other).json()
+    assert reply["choices"][0]["message"]["content"] == expected_other
+
+
+def test_served_requests_are_listed_with_the_client_address(
+        tiny_listener, tiny_engine, script_body, wait_until, engine_thread_held):
+    body = script_body("long_story", stream=True)
+    headers = {"Authorization": f"Bearer {tiny_listener.token}"}
+    with httpx.Client(base_url=tiny_listener.url, headers=headers, timeout=120) as client:
+        with engine_thread_held(tiny_engine):  # admitted, not yet generated
+            with client.stream("POST", "/chat/completions", json=body) as r:
+                assert wait_until(lambda: len(tiny_listener.served()) == 1)
+                served = tiny_listener.served()[0]
+                assert served.client.startswith("127.0.0.1:")
+                assert served.endpoint == "/v1/chat/completions" and served.stream
+    assert wait_until(lambda: tiny_listener.served() == ())
+
+
+# -- the command line --------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_mlx_notebook_serve_prints_url_and_token_and_serves_until_interrupted(tiny_reasoner_path):
+    import signal
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlx_notebook.engine.cli", "-q", "serve", str(tiny_reasoner_path),
+         "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("Serving "), first + proc.stderr.read()
+        url = first.split(" at ")[1].strip()
+        token = proc.stdout.readline().rsplit(": ", 1)[1].strip()
+        assert proc.stdout.readline().startswith("Press Ctrl-C")
+        reply = openai.OpenAI(base_url=url, api_key=token, max_retries=0).completions.create(
+            model="default_model", prompt="Hi", max_tokens=2)
+        assert reply.usage.completion_tokens == 2
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0
+        assert proc.stdout.read().strip() == "Stopped."
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
