@@ -36,6 +36,8 @@ __all__ = ["Engine"]
 # close() still has a running thread that must be stopped before the interpreter exits.
 _live_threads: set[EngineThread] = set()
 
+_MAX_PROMPTS = 64  # prompts in one completions request (each is its own request here)
+
 
 @atexit.register
 def _stop_live_engine_threads() -> None:
@@ -217,8 +219,36 @@ class Engine:
         return self._respond(body, "chat")
 
     def completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:
-        """``/v1/completions``: a dict, or an iterator of chunks when ``stream`` is true."""
+        """``/v1/completions``: a dict, or an iterator of chunks when ``stream`` is true.
+
+        ``prompt`` may be a list of strings, as OpenAI takes it: one choice per prompt.
+        """
+        prompts = body.get("prompt") if isinstance(body, Mapping) else None
+        if isinstance(prompts, list) and len(prompts) > 1 and all(
+                isinstance(p, str) for p in prompts):
+            return self._completions_for_each(body, prompts)
         return self._respond(body, "completion")
+
+    def _completions_for_each(self, body, prompts: list[str]):
+        if len(prompts) > _MAX_PROMPTS:
+            raise EngineRequestError(f"'prompt' may list at most {_MAX_PROMPTS} prompts, got "
+                                     f"{len(prompts)}; send several requests.", param="prompt")
+        handles: list[RequestHandle] = []
+        try:  # all admitted before any is served: a bad one refuses the whole request
+            for prompt in prompts:
+                handles.append(self.submit({**body, "prompt": prompt}, kind="completion"))
+        except BaseException:
+            for handle in handles:
+                handle.cancel()
+            raise
+        request, created = handles[0].request, int(time.time())
+        build = (responses.completion_list_chunks if request.stream
+                 else responses.text_completion_list)
+        result = build([h.events() for h in handles], request=request,
+                       request_id=handles[0].id, created=created)
+        if not request.stream:
+            return result
+        return _cancel_when_abandoned(result, *handles)
 
     def inspect(self, body: Mapping[str, Any], *, kind: str | None = None) -> Inspection:
         """Run admission, rendering, tokenizing and the cache lookup; generate nothing."""
@@ -263,10 +293,11 @@ def _settle_mlx_on_this_thread() -> None:
     mx.synchronize()
 
 
-def _cancel_when_abandoned(chunks: Iterator[dict], handle: RequestHandle) -> Iterator[dict]:
+def _cancel_when_abandoned(chunks: Iterator[dict], *handles: RequestHandle) -> Iterator[dict]:
     # A caller that stops reading a stream (break, exception, garbage) frees its slot.
     try:
         yield from chunks
     finally:
-        if not handle.done:
-            handle.cancel()
+        for handle in handles:
+            if not handle.done:
+                handle.cancel()

@@ -198,6 +198,7 @@ class EngineThread:
         try:
             scheduler = Scheduler(self.model, self.tokenizer, self.config, self.cache,
                                   self._on_done, draft_model=self.draft_model)
+            scheduler.others_waiting = lambda: not self.inbox.empty()
             self._loop(scheduler)
         except BaseException as e:
             self.death = f"{type(e).__name__}: {e}"

@@ -10,7 +10,7 @@ and the ``object`` of the final usage chunk (``chat.completion.chunk``/``text_co
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator
 
 from .. import _upstream
@@ -22,7 +22,7 @@ from .._events import (
 
 __all__ = [
     "Collected", "collect", "chat_completion", "chat_chunks", "text_completion",
-    "completion_chunks", "system_fingerprint",
+    "completion_chunks", "text_completion_list", "completion_list_chunks", "system_fingerprint",
 ]
 
 
@@ -233,3 +233,46 @@ def completion_chunks(events, *, request: GenerationRequest, request_id: str,
             _raise(e)
     if request.include_usage:
         yield {**head, "choices": [], "usage": _usage(usage)}
+
+
+def _sum_usage(usages: list[dict]) -> dict:
+    total = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
+             "prompt_tokens_details": {"cached_tokens": 0}}
+    for u in usages:
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            total[key] += u[key]
+        total["prompt_tokens_details"]["cached_tokens"] += u["prompt_tokens_details"][
+            "cached_tokens"]
+    return total
+
+
+def text_completion_list(streams: list, *, request: GenerationRequest, request_id: str,
+                         created: int) -> dict:
+    """One ``text_completion`` for a list of prompts: choice ``i`` answers prompt ``i``."""
+    results = [text_completion(events, request=request, request_id=request_id, created=created)
+               for events in streams]
+    choices = [{**r["choices"][0], "index": i} for i, r in enumerate(results)]
+    return {**results[0], "choices": choices, "usage": _sum_usage([r["usage"] for r in results])}
+
+
+def completion_list_chunks(streams: list, *, request: GenerationRequest, request_id: str,
+                           created: int) -> Iterator[dict]:
+    """Streaming ``text_completion`` chunks for a list of prompts, one prompt after another
+    (each chunk's choice ``index`` says which), then one usage chunk for all if asked."""
+    usages: list[Usage] = []
+
+    def tapped(events):
+        for e in events:
+            if type(e) is Usage:
+                usages.append(e)
+            yield e
+
+    quiet = replace(request, include_usage=False)
+    for i, events in enumerate(streams):
+        for chunk in completion_chunks(tapped(events), request=quiet, request_id=request_id,
+                                       created=created):
+            chunk["choices"] = [{**c, "index": i} for c in chunk["choices"]]
+            yield chunk
+    if request.include_usage:
+        head = _head(request_id, "text_completion", request, created)
+        yield {**head, "choices": [], "usage": _sum_usage([_usage(u) for u in usages])}

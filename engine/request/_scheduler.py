@@ -29,7 +29,7 @@ from .._events import Error, PrefillProgress
 from ._job import Job
 from ._prompt_cache import PromptCache
 from ._reply_stream import ReplyStream
-from ._single_stream import Cancelled, SingleStream
+from ._single_stream import Cancelled, Preempted, SingleStream
 
 __all__ = ["Scheduler", "default_prefill_step_size"]
 
@@ -134,6 +134,10 @@ class Scheduler:
                                   or default_prefill_step_size(model))
         self.batch = self._new_batch()
         self.active: dict[int, _Active] = {}
+        self.others_waiting = lambda: False
+        """Set by the engine thread: whether another job waits in its inbox. A prompt being
+        read alone then moves onto the batch between chunks, so a short request arriving
+        behind a long prompt is not held up for the whole prefill."""
         self._stop_sequences: dict[tuple[str, ...], object] = {}
         self._xtc_special = tokenizer.encode("\n") + list(tokenizer.eos_token_ids)
 
@@ -237,6 +241,8 @@ class Scheduler:
                 processors=self._processors(request), stop_sequences=self._stops(request.stop),
                 prefill_step_size=self.prefill_step_size,
                 draft_model=draft, num_draft_tokens=request.num_draft_tokens,
+                # With a draft model requests take turns: nothing to interleave with.
+                preempt=self.others_waiting if draft is None else None,
             )
             return
         if self.single is not None:
@@ -282,6 +288,9 @@ class Scheduler:
                     token, logprobs, reason = single.step()
                 except Cancelled:  # seen between prefill chunks or as the token came
                     reason = "cancelled"
+                except Preempted:  # the batch reads the rest of the prompt beside the newcomer
+                    self._move_single_to_batch()
+                    return
                 else:
                     if a.reply.on_token(token, logprobs, reason) and reason is None:
                         reason = "stop"

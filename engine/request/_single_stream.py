@@ -25,11 +25,16 @@ from mlx_lm.models.cache import trim_prompt_cache
 from .._events import PrefillProgress
 from ._job import Job
 
-__all__ = ["Cancelled", "SingleStream"]
+__all__ = ["Cancelled", "Preempted", "SingleStream"]
 
 
 class Cancelled(Exception):
     """The job's cancel flag was seen mid-step; what the cache holds is still consistent."""
+
+
+class Preempted(Exception):
+    """Another request arrived while the prompt was read: stopped between prefill chunks so
+    the scheduler can move this one onto the batch, which interleaves both (``detach``)."""
 
 
 class SingleStream:
@@ -37,7 +42,7 @@ class SingleStream:
 
     def __init__(self, model, stream, job: Job, *, cache, tokens: list[int], cached: int,
                  sampler, processors, stop_sequences, prefill_step_size: int,
-                 draft_model=None, num_draft_tokens: int = 0):
+                 draft_model=None, num_draft_tokens: int = 0, preempt=None):
         self.job = job
         self.request = job.request
         self.cache = cache
@@ -60,6 +65,8 @@ class SingleStream:
             if cancel.is_set():
                 raise Cancelled
             out.put(PrefillProgress(done + cached, total + cached))
+            if preempt is not None and done < total and preempt():
+                raise Preempted
 
         if not self._speculative:
             self._steps = generate_step(
