@@ -1,0 +1,307 @@
+"""Engine vs mlx-lm on big model shapes, side by side in one run, with no download.
+
+    python benchmarks/bench_gpu.py                       # on a GPU: SmolLM2, 1B and 8B shapes
+    python benchmarks/bench_gpu.py --shapes tiny --n 1 2 --tokens 16 --history 100 \\
+        --prefill 256 --dtypes float32                   # on a CPU, in seconds (CI keeps it working)
+
+Random-weight llama models are written to a temp dir from config shapes (SmolLM2-135M, a 1B
+and an 8B llama), with the default model's tokenizer; the rows of the end-of-sequence tokens in
+the output projection are zero, so greedy decoding never ends a reply early (every other
+token's logit beats 0 somewhere among 49,152) and both sides decode exactly ``--tokens``
+tokens without a logits processor. For each shape and dtype it prints, engine / mlx-lm:
+
+- single stream: decode tokens/s against ``stream_generate``, and the added time to first token;
+- aggregate tokens/s of N concurrent chat requests, each read by its own consumer thread (as
+  notebook cells and HTTP clients do), against ``batch_generate`` on the same prompt tokens;
+- a follow-up turn's time to first token (history served from the prompt cache) against the
+  same turn cold, at each ``--history`` size;
+- prefill tokens/s of a cold ``--prefill``-token prompt against ``stream_generate``'s.
+
+Rounds alternate which side goes first, after a warm-up at each N; figures compare each side's
+best round (the least disturbed by anything else on the machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import mlx.core as mx
+import mlx.nn as nn
+from mlx_lm import batch_generate, stream_generate
+
+from mlx_notebook.engine import ContentDelta, Engine, Finished, ReasoningDelta, Usage, resolve_model
+
+# Llama shapes (hidden, layers, MLP width, heads, KV heads, tied embeddings, RoPE theta); the
+# vocabulary is the tokenizer's. "tiny" keeps the CPU test quick.
+SHAPES = {
+    "tiny": (64, 2, 128, 4, 2, True, 10000.0),
+    "smollm2": (576, 30, 1536, 9, 3, True, 100000.0),  # SmolLM2-135M
+    "1b": (2048, 16, 8192, 32, 8, True, 500000.0),  # Llama-3.2-1B
+    "8b": (4096, 32, 14336, 32, 8, False, 500000.0),  # Llama-3.1-8B
+}
+DTYPES = ("bfloat16", "4bit", "float32")
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                    "chat_template.jinja", "generation_config.json")
+_FILLER = ("The lighthouse keeper wrote down the tide, the wind, the colour of the sea and "
+           "every ship that passed the rocks at the harbour mouth. ")
+
+
+def write_model(root: Path, shape: str, dtype: str, tokenizer_dir: Path) -> Path:
+    """A random-weight llama in ``shape`` and ``dtype`` under ``root``, with our tokenizer."""
+    from mlx_lm.models import llama
+    from mlx_lm.tokenizer_utils import load as load_tokenizer
+    from mlx_lm.utils import save_model
+
+    path = root / f"{shape}-{dtype}"
+    path.mkdir(parents=True)
+    for name in _TOKENIZER_FILES:
+        if (tokenizer_dir / name).exists():
+            shutil.copy(tokenizer_dir / name, path / name)
+    tokenizer = load_tokenizer(tokenizer_dir)
+    hidden, layers, mlp, heads, kv_heads, tied, theta = SHAPES[shape]
+    config = {
+        "model_type": "llama", "hidden_size": hidden, "num_hidden_layers": layers,
+        "intermediate_size": mlp, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+        "vocab_size": len(tokenizer.vocab), "rms_norm_eps": 1e-5, "rope_theta": theta,
+        "tie_word_embeddings": tied, "max_position_embeddings": 32768,
+        "eos_token_id": list(tokenizer.eos_token_ids),
+    }
+    mx.random.seed(0)
+    model = llama.Model(llama.ModelArgs.from_dict(config))
+    head = model.model.embed_tokens if tied else model.lm_head
+    eos = mx.array(sorted(tokenizer.eos_token_ids))
+    head.weight[eos] = 0  # greedy never picks them: replies run to max_tokens on both sides
+    if dtype != "float32":
+        model.set_dtype(mx.bfloat16)
+    if dtype == "4bit":
+        nn.quantize(model, group_size=64, bits=4)
+        config["quantization"] = {"group_size": 64, "bits": 4}
+    mx.eval(model.parameters())
+    save_model(path, model, donate_model=True)
+    (path / "config.json").write_text(json.dumps(config, indent=2))
+    del model
+    gc.collect()
+    mx.clear_cache()
+    return path
+
+
+# -- one side, one run ---------------------------------------------------------------------------
+def _engine_run(engine: Engine, body: dict) -> tuple[float, float, int]:
+    """(time to first text s, decode tokens/s, completion tokens) through the engine."""
+    t0 = time.perf_counter()
+    first = end = None
+    usage = None
+    for event in engine.submit(body).events():
+        if first is None and isinstance(event, (ContentDelta, ReasoningDelta)):
+            first = time.perf_counter()
+        elif isinstance(event, Usage):
+            usage = event
+        elif isinstance(event, Finished):
+            end = time.perf_counter()
+    first = first or end
+    tokens = usage.completion_tokens
+    return first - t0, (tokens - 1) / max(end - first, 1e-9), tokens
+
+
+def _mlx_run(engine: Engine, tokens: list[int], max_tokens: int) -> tuple[float, float]:
+    """(time to first text s, decode tokens/s) for ``mlx_lm.stream_generate``."""
+    t0 = time.perf_counter()
+    first = None
+    n = 0
+    for r in stream_generate(engine._thread.model, engine.tokenizer, mx.array(tokens),
+                             max_tokens=max_tokens):
+        n += 1
+        if first is None and r.text:  # first *text*, as the engine side measures it
+            first = time.perf_counter()
+    end = time.perf_counter()
+    first = first or end
+    return first - t0, (n - 1) / max(end - first, 1e-9)
+
+
+def _alternate(rounds: int, ours, theirs) -> tuple[list, list]:
+    a, b = [], []
+    for r in range(rounds):
+        for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+            (a.append(ours()) if side == 0 else b.append(theirs()))
+    return a, b
+
+
+def _chat(i: int, words: str = "a lighthouse keeper and the sea") -> dict:
+    return {"messages": [{"role": "user", "content": f"Write a long story about {words}, "
+                                                     f"number {i}."}]}
+
+
+# -- sections ----------------------------------------------------------------------------------
+def single_stream(engine: Engine, tokens: int, rounds: int) -> dict:
+    body = {**_chat(0), "max_tokens": tokens}
+    prompt = list(engine.inspect(body).token_ids)
+
+    def ours():
+        engine.clear_prompt_cache()
+        return _engine_run(engine, body)[:2]
+
+    _engine_run(engine, {**body, "max_tokens": 4}), _mlx_run(engine, prompt, 4)  # warm up
+    a, b = _alternate(rounds, ours, lambda: _mlx_run(engine, prompt, tokens))
+    return {"decode": max(x[1] for x in a) / max(x[1] for x in b),
+            "engine_tps": max(x[1] for x in a), "mlx_tps": max(x[1] for x in b),
+            "added_ttft_ms": (min(x[0] for x in a) - min(x[0] for x in b)) * 1e3}
+
+
+def _engine_aggregate(engine: Engine, bodies: list[dict]) -> float:
+    counts = [0] * len(bodies)
+    barrier = threading.Barrier(len(bodies) + 1)
+
+    def consumer(i: int) -> None:
+        barrier.wait()
+        counts[i] = _engine_run(engine, bodies[i])[2]
+
+    threads = [threading.Thread(target=consumer, args=(i,)) for i in range(len(bodies))]
+    for t in threads:
+        t.start()
+    engine.clear_prompt_cache()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.perf_counter() - t0)
+
+
+def _mlx_aggregate(engine: Engine, prompts: list[list[int]], tokens: int) -> float:
+    config = engine.config
+    t0 = time.perf_counter()
+    out = batch_generate(engine._thread.model, engine.tokenizer, prompts, max_tokens=tokens,
+                         return_token_ids=True, completion_batch_size=config.decode_concurrency,
+                         prefill_batch_size=config.prefill_concurrency)
+    return sum(len(t) for t in out.token_ids) / (time.perf_counter() - t0)
+
+
+def aggregate(engine: Engine, n: int, tokens: int, rounds: int) -> dict:
+    bodies = [{**_chat(i), "max_tokens": tokens} for i in range(n)]
+    prompts = [list(engine.inspect(b).token_ids) for b in bodies]
+    _engine_aggregate(engine, bodies), _mlx_aggregate(engine, prompts, tokens)  # warm up at N
+    a, b = _alternate(rounds, lambda: _engine_aggregate(engine, bodies),
+                      lambda: _mlx_aggregate(engine, prompts, tokens))
+    return {"ratio": max(a) / max(b), "engine_tps": max(a), "mlx_tps": max(b)}
+
+
+def _sized_text(engine: Engine, n_tokens: int) -> str:
+    per = len(engine.tokenizer.encode(_FILLER))
+    return _FILLER * max(1, n_tokens // per)
+
+
+def follow_up(engine: Engine, history: int, rounds: int) -> dict:
+    first_turn = [{"role": "user", "content": f"My notes: {_sized_text(engine, history)} "
+                                              "Summarize them."}]
+    warm, cold = [], []
+    for _ in range(rounds):
+        engine.clear_prompt_cache()
+        reply = engine.chat_completions({"messages": first_turn, "max_tokens": 16})
+        body = {"messages": first_turn + [reply["choices"][0]["message"],
+                                          {"role": "user", "content": "Which ship came last?"}],
+                "max_tokens": 2}
+        warm.append(_engine_run(engine, body)[0])
+        engine.clear_prompt_cache()
+        cold.append(_engine_run(engine, body)[0])
+    prompt_tokens = len(engine.inspect(body).token_ids)
+    return {"ratio": min(warm) / min(cold), "prompt_tokens": prompt_tokens,
+            "warm_ms": min(warm) * 1e3, "cold_ms": min(cold) * 1e3}
+
+
+def prefill(engine: Engine, size: int, rounds: int) -> dict:
+    body = {"prompt": _sized_text(engine, size), "max_tokens": 1}
+    prompt = list(engine.inspect(body, kind="completion").token_ids)
+
+    def ours():
+        engine.clear_prompt_cache()
+        t0 = time.perf_counter()
+        for _ in engine.submit(body, kind="completion").events():
+            pass
+        return len(prompt) / (time.perf_counter() - t0)
+
+    def theirs():
+        t0 = time.perf_counter()
+        for _ in stream_generate(engine._thread.model, engine.tokenizer, mx.array(prompt),
+                                 max_tokens=1):
+            pass
+        return len(prompt) / (time.perf_counter() - t0)
+
+    a, b = _alternate(rounds, ours, theirs)
+    return {"ratio": max(a) / max(b), "tokens": len(prompt), "engine_tps": max(a),
+            "mlx_tps": max(b)}
+
+
+def bench_model(path: Path, args) -> dict:
+    row: dict = {}
+    with Engine(str(path), dtype="keep", progress=False) as engine:
+        row["single"] = single_stream(engine, args.tokens, args.rounds)
+        print(f"  single stream {row['single']}", flush=True)
+        row["aggregate"] = {}
+        for n in args.n:
+            row["aggregate"][n] = aggregate(engine, n, args.tokens, args.rounds)
+            print(f"  N={n} {row['aggregate'][n]}", flush=True)
+        row["follow_up"] = {h: follow_up(engine, h, args.rounds) for h in args.history}
+        print(f"  follow-up {row['follow_up']}", flush=True)
+        row["prefill"] = {p: prefill(engine, p, args.rounds) for p in args.prefill}
+        print(f"  prefill {row['prefill']}", flush=True)
+    return row
+
+
+def table(results: dict, args) -> str:
+    """The results as a Markdown table: engine / mlx-lm ratios per shape and dtype."""
+    head = (["shape", "decode (1 stream)", "added TTFT ms"] + [f"N={n}" for n in args.n]
+            + [f"follow-up @{h}" for h in args.history] + [f"prefill @{p}" for p in args.prefill])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, row in results.items():
+        cells = [name, f"{row['single']['decode']:.2f}x", f"{row['single']['added_ttft_ms']:.1f}"]
+        cells += [f"{row['aggregate'][n]['ratio']:.2f}x ({row['aggregate'][n]['engine_tps']:.0f}"
+                  f" vs {row['aggregate'][n]['mlx_tps']:.0f})" for n in args.n]
+        cells += [f"{row['follow_up'][h]['ratio']:.2f}x cold" for h in args.history]
+        cells += [f"{row['prefill'][p]['ratio']:.2f}x" for p in args.prefill]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", nargs="+", default=["smollm2", "1b", "8b"], choices=SHAPES)
+    parser.add_argument("--dtypes", nargs="+", default=["bfloat16", "4bit"], choices=DTYPES)
+    parser.add_argument("--n", nargs="+", type=int, default=[1, 4, 8, 16, 32])
+    parser.add_argument("--tokens", type=int, default=128, help="reply length")
+    parser.add_argument("--history", nargs="+", type=int, default=[650, 8000])
+    parser.add_argument("--prefill", nargs="+", type=int, default=[4096, 16384])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--tokenizer", help="a model dir whose tokenizer to use (default: the "
+                                            "default model's)")
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args(argv)
+    tokenizer_dir = Path(args.tokenizer or resolve_model(None, progress=False))
+    device = mx.device_info() if hasattr(mx, "device_info") else {}
+    print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, mlx {mx.__version__}, "
+          f"{mx.default_device()}, {device.get('device_name', platform.processor())}", flush=True)
+    results = {}
+    with tempfile.TemporaryDirectory() as root:
+        for shape in args.shapes:
+            for dtype in args.dtypes:
+                name = f"{shape} {dtype}"
+                print(name, flush=True)
+                path = write_model(Path(root), shape, dtype, tokenizer_dir)
+                results[name] = bench_model(path, args)
+                shutil.rmtree(path)
+    print(table(results, args), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""``benchmarks/bench_gpu.py`` keeps working: run on a CPU with the tiny shape, it measures
+every section on both sides and prints the table the README quotes."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gpu.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_gpu", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path, tmp_path, capsys):
+    results = _bench().main([
+        "--shapes", "tiny", "--dtypes", "float32", "--n", "1", "2", "--tokens", "8",
+        "--history", "60", "--prefill", "128", "--rounds", "1", "--tokenizer", str(smollm2_path),
+        "--json", str(tmp_path / "results.json"),
+    ])
+    row = results["tiny float32"]
+    # Both sides decoded: the random model never ends a reply early, so the rates are real.
+    assert row["single"]["engine_tps"] > 0 and row["single"]["mlx_tps"] > 0
+    assert set(row["aggregate"]) == {1, 2}
+    assert all(a["engine_tps"] > 0 and a["mlx_tps"] > 0 for a in row["aggregate"].values())
+    assert row["follow_up"][60]["prompt_tokens"] > 60
+    assert row["prefill"][128]["tokens"] >= 100
+    out = capsys.readouterr().out
+    assert "| shape | decode (1 stream) | added TTFT ms | N=1 | N=2 |" in out
+    assert "| tiny float32 |" in out
+    assert (tmp_path / "results.json").exists()
