@@ -8,6 +8,7 @@ the only interpolation is the cell body's, once, before templating.
 
 from __future__ import annotations
 
+import json
 import shlex
 import textwrap
 from typing import Any
@@ -39,11 +40,12 @@ from .sessions import DEFAULT_SESSION, Session, SessionStore
 from .terminal import TerminalView
 from .tools import ask_before_running, registered_tools, resolve_tools, unregister_tools
 from .turn import Turn
+from .panel import EnginePanel
 
 __all__ = ["MlxMagics", "SUBCOMMANDS"]
 
 SUBCOMMANDS = ("status", "unload", "cache", "render", "trace", "sessions", "history", "reset",
-               "config", "tools", "help")
+               "config", "tools", "panel", "help")
 """``%mlx`` subcommands in the order help lists them; ``%mlx NAME`` runs method ``_NAME``."""
 
 def _parse(func: Any, line: str, magic: str):
@@ -76,6 +78,10 @@ class MlxMagics(Magics):
         self.defaults: dict[str, str] = {}
         self.subcommands = {name: getattr(self, f"_{name}") for name in SUBCOMMANDS}
         self._warned_tools_unsupported: set[tuple[str, str]] = set()
+        # The engine panel's kernel side: JupyterLab's panel opens a comm to it.
+        self.panel = EnginePanel(engine=lambda: self.engine)
+        if _in_kernel(shell):
+            self.panel.register()
 
     def close(self) -> None:
         """Stop the engine; called when the extension is unloaded."""
@@ -223,10 +229,25 @@ class MlxMagics(Magics):
         return handler(rest.strip())
 
     @magic_arguments(name="mlx status")
+    @argument("--json", action="store_true",
+              help="Print what the engine panel shows as JSON: model, health, live and recent "
+                   "requests, prompt cache (the layout is in mlx_notebook/panel.py).")
     def _status(self, line: str):
         """The loaded model, its memory, the engine's health and its active requests."""
-        _parse(self._status, line, "%mlx status")
+        args = _parse(self._status, line, "%mlx status")
+        if args.json:
+            display(reports.text(json.dumps(self.panel.snapshot(), indent=1)))
+            return
         display(reports.status(self.engine))
+
+    @magic_arguments(name="mlx panel")
+    def _panel(self, line: str):
+        """Open JupyterLab's engine panel for this kernel (the mlx-notebook extension draws it)."""
+        _parse(self._panel, line, "%mlx panel")
+        if not _in_kernel(self.shell):
+            raise UsageError("%mlx panel: the engine panel is part of JupyterLab; use %mlx status here.")
+        self.panel.open_in_front_end()
+        display(reports.text("Opened the engine panel (also in the command palette: \"MLX: Open engine panel\")."))
 
     @magic_arguments(name="mlx unload")
     def _unload(self, line: str):
@@ -441,8 +462,8 @@ class MlxMagics(Magics):
             display(reports.request(turn.request))
         view = None if args.no_stream else self._view(turn)
         try:
-            with as_usage_errors(magic):
-                run_turn(engine, turn, view, **kwargs)
+            with as_usage_errors(magic), self.panel.tracking(turn, view, kind=kwargs.get("kind", "chat")) as tracked:
+                run_turn(engine, turn, tracked, **kwargs)
         except KeyboardInterrupt:
             # Kernel › Interrupt or Ctrl-C: the turn is recorded as stopped and shown; the
             # cell still fails, as IPython's convention wants, so Run All stops here.
