@@ -34,6 +34,8 @@ __all__ = [
     "config_fragment",
     "config_keys",
     "CONFIG_ALIASES",
+    "option_set",
+    "compare_side",
 ]
 
 # (flags, dest, type, help); dest is also the body field.
@@ -190,3 +192,37 @@ def config_fragment(key: str, value: str) -> str:
 def config_keys(func: Callable) -> set[str]:
     """The ``%mlx config`` keys: every flag of ``func`` (``%%chat``) but the one-cell ``--new``."""
     return option_destinations(func.parser) - {"new"}
+
+
+def option_set(text: str) -> dict[str, Any]:
+    """``"temperature=1.2 seed=3"`` (a ``--compare`` side) as the body fields it sets.
+
+    Keys are the sampling flags' names, with ``-`` or ``_`` (``max-tokens=40``, ``temp=0``);
+    values are read as those flags read them, and ``stop`` may repeat.
+    """
+    types = {dest: type_ for flags, dest, type_, _ in _SAMPLING}
+    names = {flag.lstrip("-").replace("-", "_"): dest for flags, dest, _, _ in _SAMPLING for flag in flags}
+    names.update(stop="stop", logit_bias="logit_bias")
+    fields: dict[str, Any] = {}
+    for item in shlex.split(text):
+        key, sep, value = item.partition("=")
+        dest = names.get(key.strip().replace("-", "_"))
+        if not sep or dest is None:
+            known = ", ".join(sorted(set(names) - {"temp"}))
+            raise argparse.ArgumentTypeError(
+                f"'{item}' is not an option setting; write KEY=VALUE with KEY one of {known}")
+        try:
+            if dest == "stop":
+                fields.setdefault("stop", []).append(unescape(value))
+            elif dest == "logit_bias":
+                fields["logit_bias"] = parse_logit_bias(value)
+            else:
+                fields[dest] = types[dest](value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{item}': {value!r} is not a valid {key}") from None
+    return fields
+
+
+def compare_side(text: str) -> tuple[str, dict[str, Any]]:
+    """One ``--compare`` argument: its text (the side's label) and the fields it sets."""
+    return text, option_set(text)

@@ -26,7 +26,10 @@ def _visible(token: str) -> str:
     return token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥") if not token.strip() else token
 
 
-def _token_span(item: dict) -> str:
+_MARK = ";outline:2px solid #cf222e"
+
+
+def _token_span(item: dict, marked: bool = False) -> str:
     token, logprob = item["token"], item["logprob"]
     probability = math.exp(logprob) if logprob is not None else 0.0
     rows = [f"<tr><td><b>{html.escape(repr(token))}</b></td><td><b>{probability:.1%}</b></td></tr>"]
@@ -40,19 +43,22 @@ def _token_span(item: dict) -> str:
     shown = html.escape(_visible(token), quote=False)
     newline = "<br>" if "\n" in token else ""
     return (
-        f'<span class="mlxnb-token" data-p="{probability:.4f}" '
+        f'<span class="mlxnb-token{" mlxnb-diverge" if marked else ""}" data-p="{probability:.4f}" '
         f'title="{html.escape(chr(10).join(title))}" '
-        f'style="background:{probability_colour(probability)}">{shown}'
+        f'style="background:{probability_colour(probability)}{_MARK if marked else ""}">{shown}'
         f'<span class="mlxnb-token-tip"><table>{"".join(rows)}</table></span></span>{newline}'
     )
 
 
-def token_view_html(logprobs: list[dict] | None) -> str:
-    """One ``<div>`` with a span per token; ``logprobs`` as ``Turn.logprobs`` holds them."""
+def token_view_html(logprobs: list[dict] | None, *, mark: int | None = None) -> str:
+    """One ``<div>`` with a span per token; ``logprobs`` as ``Turn.logprobs`` holds them.
+
+    ``mark``: the index of a token to outline (where two compared replies diverge).
+    """
     if not logprobs:
         return ('<div class="mlxnb-tokens mlxnb-tokens-empty">No token probabilities: run the '
                 "cell with <code>%%chat --tokens</code>.</div>")
-    spans = "".join(_token_span(item) for item in logprobs)
+    spans = "".join(_token_span(item, i == mark) for i, item in enumerate(logprobs))
     mean = sum(math.exp(item["logprob"]) for item in logprobs) / len(logprobs)
     return (
         f'<div class="mlxnb-tokens"><style>{turn_css()}</style>{spans}'

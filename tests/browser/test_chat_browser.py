@@ -424,3 +424,34 @@ def test_a_headless_run_reopens_untrusted_with_the_whole_turn_without_running(la
     assert static.locator(".mlxnb-tool-name").inner_text() == "get_weather"
     assert "cached 100 (25%)" in static.locator(".mlxnb-footer").inner_text()
     nb.screenshot("headless-reopened.png", 0)
+
+
+WATCH_COMPARE = """() => {
+    window.__liveCards = 0;
+    new MutationObserver(() => {
+        window.__liveCards = Math.max(window.__liveCards,
+            document.querySelectorAll('.widget-hbox .mlxnb-live').length);
+    }).observe(document.body, {subtree: true, childList: true});
+}"""
+
+
+@pytest.mark.model
+def test_compare_streams_two_cards_side_by_side_then_marks_where_they_part(notebook_page, smollm2_path):
+    nb = notebook_page("compare.ipynb", [
+        f"%load_ext mlx_notebook\n%load_model {smollm2_path}",
+        '%%chat --max-tokens 24 --compare "temperature=0" "temperature=0 max_tokens=6"\n'
+        "Describe Paris in three sentences.",
+        "print('DIVERGES=', _.diverges_at, len(_.sides[1].logprobs))",
+    ])
+    nb.page.evaluate(WATCH_COMPARE)
+    nb.run_all()
+    nb.wait_idle(timeout=300)
+    assert nb.page.evaluate("() => window.__liveCards") == 2  # both streamed, side by side
+    diverges, shorter = printed(nb, 2, "DIVERGES=").split()
+    assert diverges == shorter == "6"  # side B stopped at 6 tokens: that is where they part
+    compare = nb.cell(1).locator(".mlxnb-compare")
+    assert compare.locator(".mlxnb-static").count() == 2
+    assert compare.locator(".mlxnb-compare-label").all_inner_texts() == ["temperature=0", "temperature=0 max_tokens=6"]
+    assert compare.locator(".mlxnb-diverge").count() == 1  # side A's 7th token; B has none there
+    assert "They diverge at token 6" in compare.locator(".mlxnb-compare-divergence").inner_text()
+    nb.screenshot("compare.png", 1)

@@ -1,0 +1,86 @@
+"""``%%chat --compare``: two option sets, two replies, decoded together, and where they part."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from IPython.core.error import UsageError
+
+from mlx_notebook.engine import ContentDelta, TokenLogprobs
+from mlx_notebook.compare import Comparison, comparison_mimebundle, first_divergence
+from mlx_notebook.options import option_set
+
+PARIS = "What is the capital of France? Answer in one sentence."
+
+
+def tokens(*pairs):
+    return [{"token_id": i, "token": t} for i, t in pairs]
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    (tokens((1, "The"), (2, " capital")), tokens((1, "The"), (2, " capital")), None),
+    (tokens((1, "The"), (2, " capital")), tokens((1, "The"), (3, " city")), 1),
+    (tokens((1, "The")), tokens((1, "The"), (2, " capital")), 1),  # one reply ended there
+    ([], tokens((5, "Paris")), 0),
+    (None, None, None),
+])
+def test_first_divergence(a, b, expected):
+    assert first_divergence(a, b) == expected
+
+
+def test_an_option_set_reads_like_the_flags():
+    assert option_set("temperature=1.2 seed=3") == {"temperature": 1.2, "seed": 3}
+    assert option_set("temp=0 max-tokens=40 stop='\\n' stop=.") == {
+        "temperature": 0.0, "max_tokens": 40, "stop": ["\n", "."]}
+    assert option_set("logit_bias=1234=-100") == {"logit_bias": {"1234": -100.0}}
+    with pytest.raises(argparse.ArgumentTypeError, match="'warmth=3' is not an option setting"):
+        option_set("warmth=3")
+    with pytest.raises(argparse.ArgumentTypeError, match="'seed=x': 'x' is not a valid seed"):
+        option_set("seed=x")
+
+
+def _run(shell, source):
+    result = shell.run_cell(source)
+    return result
+
+
+@pytest.mark.model
+def test_both_sides_equal_their_solo_replies_and_the_divergence_is_the_first_differing_token(smollm2_shell):
+    engine = smollm2_shell.magics_manager.registry["MlxMagics"].engine
+    body = {"messages": [{"role": "user", "content": PARIS}], "max_tokens": 8, "logprobs": True}
+    events = list(engine.submit(body).events())
+    generated = [e.token_id for e in events if isinstance(e, TokenLogprobs)]
+    text = "".join(e.text for e in events if isinstance(e, ContentDelta))
+    # Side B may not say the greedy third token: it matches A for two tokens, then parts.
+    third = generated[2]
+    result = _run(smollm2_shell, f'%%chat --new --session cmp --max-tokens 8 --compare "temperature=0" '
+                                 f'"temperature=0 logit_bias={third}=-100"\n{PARIS}')
+    assert result.success, result.error_in_exec
+    comparison = smollm2_shell.user_ns["_"]
+    assert isinstance(comparison, Comparison)
+    a, b = comparison.sides
+    assert a.content == text  # the same reply it gives alone
+    assert [t["token_id"] for t in a.logprobs] == generated
+    assert comparison.diverges_at == 2
+    assert b.logprobs[2]["token_id"] != third
+    # Side B's reply is the one it gives alone, too.
+    alone = engine.chat_completions({"messages": [{"role": "user", "content": PARIS}], "max_tokens": 8,
+                                     "temperature": 0, "logit_bias": {str(third): -100}})
+    assert b.content == alone["choices"][0]["message"]["content"]
+    # Neither reply joined the session until one is chosen.
+    magics = smollm2_shell.magics_manager.registry["MlxMagics"]
+    session = next(s for s in magics.sessions if s.name == "cmp")
+    assert session.turns == []
+    assert comparison.choose(1) is b and session.turns == [b]
+    data, _ = comparison_mimebundle(comparison)
+    assert data["text/plain"].startswith("They diverge at token 2: ")
+    assert data["text/html"].count("mlxnb-token mlxnb-diverge") == 2  # marked in both panes
+    assert data["text/html"].count('class="mlxnb-turn mlxnb-static"') == 2
+
+
+@pytest.mark.model
+def test_a_bad_option_set_is_one_line(smollm2_shell, capsys):
+    result = smollm2_shell.run_cell(f'%%chat --compare "temperature=0" "warmth=3"\n{PARIS}')
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "'warmth=3' is not an option setting" in str(result.error_in_exec)
