@@ -44,7 +44,7 @@ from .panel import EnginePanel
 
 __all__ = ["MlxMagics", "SUBCOMMANDS"]
 
-SUBCOMMANDS = ("status", "unload", "cache", "render", "trace", "sessions", "history", "reset",
+SUBCOMMANDS = ("status", "serve", "unload", "cache", "render", "trace", "sessions", "history", "reset",
                "config", "tools", "panel", "help")
 """``%mlx`` subcommands in the order help lists them; ``%mlx NAME`` runs method ``_NAME``."""
 
@@ -74,6 +74,7 @@ class MlxMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.engine: Any = None
+        self.listener: Any = None  # the %mlx serve HTTP listener, while it serves
         self.sessions = SessionStore()
         self.defaults: dict[str, str] = {}
         self.subcommands = {name: getattr(self, f"_{name}") for name in SUBCOMMANDS}
@@ -84,7 +85,13 @@ class MlxMagics(Magics):
             self.panel.register()
 
     def close(self) -> None:
-        """Stop the engine; called when the extension is unloaded."""
+        """Stop serving and stop the engine; called when the extension is unloaded."""
+        if self.listener is not None:
+            listener, self.listener = self.listener, None
+            listener.stop()
+        self._close_engine()
+
+    def _close_engine(self) -> None:
         if self.engine is not None:
             engine, self.engine = self.engine, None
             engine.close()
@@ -129,10 +136,15 @@ class MlxMagics(Magics):
                 adapter_path=args.adapter, draft_model=args.draft_model,
                 chat_template=read_template(args.chat_template), default_sampling=sampling,
             )
-        # Free the old model first: two models at once may not fit in memory.
-        self.close()
+        # Free the old model first: two models at once may not fit in memory. A running
+        # %mlx serve answers 503 meanwhile and then serves the new model.
+        if self.listener is not None:
+            self.listener.engine = None
+        self._close_engine()
         with as_usage_errors("%load_model"):
             self.engine = Engine(config=config)
+        if self.listener is not None:
+            self.listener.engine = self.engine
         display(reports.model_summary(self.engine.model_info))
         from mlx_notebook.engine import slow_blas_note
 
@@ -238,7 +250,41 @@ class MlxMagics(Magics):
         if args.json:
             display(reports.text(json.dumps(self.panel.snapshot(), indent=1)))
             return
-        display(reports.status(self.engine))
+        display(reports.status(self.engine, self.listener))
+
+    @magic_arguments(name="mlx serve")
+    @argument("--port", type=int, default=8080, metavar="N",
+              help="The port to listen on (default 8080, as mlx_lm.server; 0 picks a free one).")
+    @argument("--host", default="127.0.0.1", metavar="H",
+              help="The address to listen on (default 127.0.0.1: this machine only).")
+    @argument("--token", default=None, metavar="T",
+              help="The bearer token clients must send (default: a new one, shown once); '' "
+                   "serves without one, on a loopback host only.")
+    @argument("--stop", action="store_true", help="Stop serving.")
+    def _serve(self, line: str):
+        """Serve the loaded model over an OpenAI-compatible HTTP API while the notebook keeps working.
+
+        HTTP clients and %%chat cells share the engine and are batched together; %mlx status
+        lists the requests being served. The listener stops with the kernel or with --stop.
+        """
+        args = _parse(self._serve, line, "%mlx serve")
+        if args.stop:
+            if self.listener is None:
+                raise UsageError("%mlx serve --stop: nothing is being served.")
+            listener, self.listener = self.listener, None
+            listener.stop()
+            display(reports.text(f"Stopped serving at {listener.url}."))
+            return
+        if self.listener is not None:
+            raise UsageError(f"%mlx serve: already serving at {self.listener.url}; "
+                             "%mlx serve --stop first.")
+        engine = self._engine("%mlx serve")
+        from mlx_notebook.engine import Listener
+
+        with as_usage_errors("%mlx serve"):
+            self.listener = Listener(engine, host=args.host, port=args.port,
+                                     token=args.token).start()
+        display(reports.serving(self.listener, reports.model_name(engine)))
 
     @magic_arguments(name="mlx panel")
     def _panel(self, line: str):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -17,7 +18,8 @@ from .display import format_bytes, plural, tools_unsupported_warning
 from .sessions import Session
 
 __all__ = [
-    "Report", "text", "model_name", "model_summary", "status", "cache", "rendered_prompt",
+    "Report", "text", "model_name", "model_summary", "status", "serving", "served", "cache",
+    "rendered_prompt",
     "sessions", "history", "config", "request", "chunk_table", "special_token_ids",
 ]
 
@@ -104,7 +106,8 @@ def model_summary(info: Any) -> Report:
     )
 
 
-def status(engine: Any) -> Report:
+def status(engine: Any, listener: Any = None) -> Report:
+    """The engine's state and, while ``%mlx serve`` runs, what it serves and to whom."""
     if engine is None:
         return text("No model is loaded; run %load_model.")
     info = engine.model_info
@@ -115,7 +118,33 @@ def status(engine: Any) -> Report:
         f"engine: {'healthy' if engine.healthy else 'stopped'}",
         f"active requests: {engine.active_requests}",
     ]
+    if listener is not None:
+        lines += served(listener)
     return text("\n".join(lines))
+
+
+def serving(listener: Any, model: str) -> Report:
+    """What ``%mlx serve`` shows once: the URL, the token and a request to copy."""
+    auth = f' -H "Authorization: Bearer {listener.token}"' if listener.token else ""
+    lines = [f"Serving {model} at {listener.url} (OpenAI-compatible; %mlx serve --stop ends it)."]
+    if listener.token_generated:
+        lines.append(f"Token, shown only now: {listener.token}")
+    lines += ["Try:", f"  curl {listener.url}/chat/completions{auth} -H \"Content-Type: "
+              "application/json\" -d '{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}'"]
+    return text("\n".join(lines))
+
+
+def served(listener: Any) -> list[str]:
+    """``%mlx status``'s lines on the HTTP listener: its URL and each request it is serving."""
+    requests = listener.served()
+    lines = [f"serving: {listener.url}, {plural(len(requests), 'HTTP request')}"
+             + (":" if requests else "")]
+    now = time.time()
+    for r in requests:
+        kind = "streaming" if r.stream else "waiting"
+        lines.append(f"  {r.request_id} from {r.client}, {r.endpoint}, {kind}, "
+                     f"{now - r.started:.1f} s")
+    return lines
 
 
 def cache(info: Any) -> Report:

@@ -76,8 +76,8 @@ def answer(reply: str) -> str:
                                           "quotation); check the quotes."),
         ("%mlx history poetry", "%mlx history: there is no session named 'poetry' (sessions: none yet)."),
         ("%mlx reset poetry", "%mlx reset: there is no session named 'poetry' (sessions: none yet)."),
-        ("%mlx frobnicate", "%mlx: unknown subcommand 'frobnicate'; use one of status, unload, cache, "
-                            "render, trace, sessions, history, reset, config, tools, help."),
+        ("%mlx frobnicate", "%mlx: unknown subcommand 'frobnicate'; use one of status, serve, unload, "
+                            "cache, render, trace, sessions, history, reset, config, tools, panel, help."),
         ("%mlx config temperature", "%mlx config: 'temperature' is not KEY=VALUE; e.g. temperature=0.7."),
         ("%mlx config tempurature=1", "%mlx config: unknown key 'tempurature'; use one of confirm, "
                                       "frequency_penalty, logit_bias, max_rounds, max_tokens, min_p, "

@@ -1,0 +1,82 @@
+"""``%mlx serve`` in a real IPython shell: HTTP clients and ``%%chat`` share the engine."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx
+import openai
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def shell(tiny_reasoner_path):
+    shell = InteractiveShell()
+    shell.history_manager.enabled = False
+    shell.run_line_magic("load_ext", "mlx_notebook")
+    assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
+    yield shell
+    shell.run_line_magic("unload_ext", "mlx_notebook")
+
+
+def _magics(shell):
+    return shell.magics_manager.registry["MlxMagics"]
+
+
+def _run(shell, cell: str) -> str:
+    with capture_output() as out:
+        result = shell.run_cell(cell)
+    assert result.success, result.error_in_exec or result.error_before_exec
+    return out.stdout + "".join(str(o.data.get("text/plain", "")) for o in out.outputs)
+
+
+def test_mlx_serve_shows_the_url_and_token_and_serves_while_chat_cells_run(
+        shell, script_body, scripts, wait_until, engine_thread_held):
+    shown = _run(shell, "%mlx serve --port 0")
+    listener = _magics(shell).listener
+    assert f"Serving {_magics(shell).engine.model_info.name} at {listener.url}" in shown
+    assert f"Token, shown only now: {listener.token}" in shown
+    client = openai.OpenAI(base_url=listener.url, api_key=listener.token, max_retries=0)
+
+    # An HTTP client and a %%chat cell at the same time, each gets its scripted reply.
+    body = script_body("thinking_disabled")
+    over_http: list = []
+    engine = _magics(shell).engine
+    with engine_thread_held(engine):
+        asker = threading.Thread(target=lambda: over_http.append(client.chat.completions.create(
+            model="default_model", messages=body["messages"],
+            extra_body={"chat_template_kwargs": body["chat_template_kwargs"]})))
+        asker.start()
+        assert wait_until(lambda: len(listener.served()) == 1)
+        status = _run(shell, "%mlx status")
+        served = listener.served()[0]
+        assert f"{served.request_id} from 127.0.0.1:" in status
+        assert f"serving: {listener.url}, 1 HTTP request:" in status
+    cell = scripts["reason_then_answer"]["messages"][-1]["content"]
+    _run(shell, f"%%chat --session served --no-stream\n{cell}")
+    asker.join(60)
+    assert over_http[0].choices[0].message.content == scripts["thinking_disabled"]["reply"]
+    turn = shell.user_ns["_"]
+    assert turn.content == scripts["reason_then_answer"]["reply"].split("</think>")[-1]
+
+    assert "already serving" in _error(shell, "%mlx serve")
+    assert _run(shell, "%mlx serve --stop").strip() == f"Stopped serving at {listener.url}."
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(listener.url.removesuffix("/v1") + "/health")
+    assert "nothing is being served" in _error(shell, "%mlx serve --stop")
+
+
+def test_mlx_serve_refuses_a_public_host_without_a_token(shell):
+    assert "without a token" in _error(shell, "%mlx serve --host 0.0.0.0 --token ''")
+    assert _magics(shell).listener is None
+
+
+def _error(shell, cell: str) -> str:
+    with capture_output() as out:
+        result = shell.run_cell(cell)
+    assert not result.success
+    return str(result.error_in_exec) + out.stderr + out.stdout
