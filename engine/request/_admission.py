@@ -105,8 +105,8 @@ class GenerationRequest:
     """The model name the caller asked for, echoed in responses."""
     messages: tuple[dict, ...]
     """Chat messages normalised for the chat template (empty for completions)."""
-    prompt: str
-    """Completion prompt text (empty for chat)."""
+    prompt: str | tuple[int, ...]
+    """Completion prompt: text, or token ids as OpenAI allows (empty for chat)."""
     tools: tuple[dict, ...] | None
     """Tools offered to the model (None without tools, or with ``tool_choice: "none"``)."""
     role_mapping: dict | None
@@ -470,15 +470,24 @@ def _tool_choice(body, tools: tuple[dict, ...] | None) -> tuple[dict, ...] | Non
           "call; use \"auto\" or \"none\".", "tool_choice")
 
 
-def _prompt(body) -> str:
+def _prompt(body, vocab_size: int | None) -> str | tuple[int, ...]:
     prompt = body.get("prompt")
+    if isinstance(prompt, list) and prompt and all(type(p) is int for p in prompt):
+        # OpenAI's token-id prompt: read as given, never re-tokenized (a branch from a token
+        # of an earlier reply resumes from exactly the tokens the model produced).
+        bad = next((p for p in prompt if p < 0 or (vocab_size is not None and p >= vocab_size)), None)
+        if bad is not None:
+            top = vocab_size - 1 if vocab_size is not None else "the vocabulary size"
+            _fail(f"'prompt' holds the token id {bad}, outside this model's vocabulary (0..{top}).",
+                  "prompt")
+        return tuple(prompt)
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
     if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
         _fail("'prompt' as a list of several strings is served by Engine.completions (one "
               "choice each), not by a single request.", "prompt")
     if not isinstance(prompt, str):
-        _fail("'prompt' must be a string or a list of strings.", "prompt")
+        _fail("'prompt' must be a string, a list of strings or a list of token ids.", "prompt")
     return prompt
 
 
@@ -594,7 +603,7 @@ def admit(
         kind=kind,
         model=_model(body, accepted_models),
         messages=_messages(body) if kind == "chat" else (),
-        prompt=_prompt(body) if kind == "completion" else "",
+        prompt=_prompt(body, limits.vocab_size) if kind == "completion" else "",
         tools=_tool_choice(body, _tools(body)) if kind == "chat" else None,
         role_mapping=_role_mapping(body),
         chat_template_kwargs=_template_kwargs(body, config) if kind == "chat" else (),

@@ -164,6 +164,9 @@ def render(request: GenerationRequest, tokenizer, *, model_type: str = "",
     """
     lock = tokenize_lock
     if request.kind == "completion":
+        if isinstance(request.prompt, tuple):  # token ids: exactly these, no tokenizer
+            return RenderedPrompt(tokenizer.decode(list(request.prompt)), request.prompt,
+                                  (Segment("assistant", 0, len(request.prompt)),))
         tokens = _completion_tokens(request.prompt, tokenizer, lock)
         return RenderedPrompt(request.prompt, tuple(tokens), (Segment("assistant", 0, len(tokens)),))
     if encoder_for(model_type) is None and not tokenizer.has_chat_template:
