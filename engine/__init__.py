@@ -34,6 +34,11 @@ _LAZY = {
     "cache_dir": (".models._store", "cache_dir"),
     "resolve_model": (".models._store", "resolve_model"),
     "trace_text": (".parsing", "trace"),
+    "Trace": (".parsing", "Trace"),
+    "ParseEvent": (".parsing", "Event"),
+    "Family": (".parsing", "Family"),
+    "ToolMarker": (".parsing", "ToolMarker"),
+    "get_family": (".parsing", "get_family"),
     "RequestHandle": (".request._handle", "RequestHandle"),
     "TOOLS_NOT_RENDERED": (".request._inspection", "TOOLS_NOT_RENDERED"),
     "Inspection": (".request._inspection", "Inspection"),
@@ -43,6 +48,7 @@ _LAZY = {
     "completion_chunks": (".request._responses", "completion_chunks"),
     "Listener": (".serving", "Listener"),
     "ServedRequest": (".serving", "ServedRequest"),
+    "RemoteEngine": (".remote", "RemoteEngine"),
     # Also keeps ``python -m mlx_notebook.engine.blas`` (which tests/run.sh runs) from finding
     # the module imported before it runs.
     "slow_blas_note": (".blas", "slow_blas_note"),
@@ -60,10 +66,14 @@ __all__ = [
     "completion_chunks",
     # the HTTP listener and what it is serving
     "Listener", "ServedRequest",
+    # an OpenAI-compatible server behind the engine's surface
+    "RemoteEngine",
     # models and the machine
     "DEFAULT_MODEL", "cache_dir", "resolve_model", "slow_blas_note",
     # the parser debugger, and numbers as people read them
     "trace_text", "format_bytes", "format_fixed",
+    # a recorded reply replayed as a parser test (mlx_notebook.testing)
+    "Trace", "ParseEvent", "Family", "ToolMarker", "get_family",
 ]
 
 

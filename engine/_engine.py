@@ -159,6 +159,11 @@ class Engine:
     def trace(self, request_id: str):
         """The StreamFilter trace of a finished chat request's actual delta stream."""
         t = self._thread.traces.get(request_id)
+        if t is None and self.healthy:
+            # A reader that has just seen Finished may ask before the engine thread filed
+            # the trace (it files it right after): one call through its inbox waits for that.
+            self._thread.call(lambda: None)
+            t = self._thread.traces.get(request_id)
         if t is None:
             raise EngineError(
                 f"No trace for request {request_id!r}: only the last 16 finished requests "
@@ -169,7 +174,8 @@ class Engine:
         from .parsing import Trace
 
         return Trace.from_deltas(list(t.deltas), t.family, tools=t.tools,
-                                 starts_in_reasoning=t.starts_in_reasoning)
+                                 starts_in_reasoning=t.starts_in_reasoning,
+                                 token_ids=t.token_ids)
 
     # -- the request path ----------------------------------------------------------------------
     def _check_alive(self) -> None:

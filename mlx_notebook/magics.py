@@ -337,19 +337,40 @@ class MlxMagics(Magics):
         display(reports.rendered_prompt(inspection, reports.special_token_ids(tokenizer), tokenizer.decode))
 
     @magic_arguments(name="mlx trace")
-    @argument("text", help="What to parse: a turn (e.g. _) to replay what the engine parsed, "
-                           "a notebook variable holding text, or literal text.")
+    @argument("text", nargs="?", default=None,
+              help="What to parse: a turn (e.g. _) to replay what the engine parsed, "
+                   "a notebook variable holding text, or literal text.")
     @argument("--family", default=None,
-              help="The parser family for text, e.g. qwen3, deepseek_r1, deepseek_v4.")
+              help="The parser family for text, e.g. qwen3, deepseek_r1, deepseek_v4; for a "
+                   "turn or fixture, replay it through this family instead of its own.")
     @argument("--chunking", type=chunking_spec, default=None, metavar="HOW",
               help="How to cut text into deltas: 1 (per character, the default), sizes like "
-                   "1,3,7, random, or tokens (with the loaded model's tokenizer).")
+                   "1,3,7, random, or tokens (with the loaded model's tokenizer); a turn or "
+                   "fixture streams as it was recorded unless this is given.")
+    @argument("--fixture", default=None, metavar="PATH",
+              help="Replay a parser fixture written by turn.to_fixture(PATH).")
+    @argument("--round", type=int, default=-1, metavar="N",
+              help="Which model call of a turn or fixture to replay (0 is the first; default the last).")
     def _trace(self, line: str):
         """Replay model output through the reasoning/tool-call parser step by step (the parser debugger)."""
         args = _parse(self._trace, line, "%mlx trace")
         from mlx_notebook.engine import trace_text
 
-        value = self.shell.user_ns.get(args.text, args.text) if args.text.isidentifier() else args.text
+        if (args.fixture is None) == (args.text is None):
+            raise UsageError("%mlx trace: give text, a turn, or --fixture PATH (one of them).")
+        value = None
+        if args.text is not None:
+            value = self.shell.user_ns.get(args.text, args.text) if args.text.isidentifier() else args.text
+        if args.fixture is not None or (isinstance(value, Turn) and any(r.recorded for r in value.rounds)):
+            from .testing import replay
+
+            try:
+                return replay(args.fixture or value, round=args.round, family=args.family,
+                              chunking=args.chunking)
+            except OSError as exc:
+                raise UsageError(f"%mlx trace: cannot read {args.fixture}: {exc.strerror}.") from None
+            except (KeyError, ValueError) as exc:
+                raise UsageError(f"%mlx trace: {str(exc).strip(repr(''))}") from None
         if isinstance(value, Turn):
             engine = self._engine("%mlx trace")
             if not value.rounds or value.rounds[-1].request_id is None:

@@ -20,6 +20,7 @@ from mlx_notebook.engine import (
     EngineDeadError, EngineEvent, EngineRequestError, chat_chunks, completion_chunks,
 )
 
+from .testing import record_reply
 from .tools import Tool, call_tool
 from .turn import Round, Turn
 
@@ -94,6 +95,8 @@ def run_turn(
                     view.offer_tools(turn.tools_offered, turn.tools_unsupported)
                     view.display()  # only once admitted: a rejected request shows just the error line
             _consume(engine, current[0], turn, view, kind)
+            if kind == "chat":  # what the parser saw, for Turn.to_fixture
+                round_.recorded = record_reply(engine, current[0].id)
             if turn.interrupted or turn.error or not round_.tool_calls or not tools:
                 break
             if number == max_rounds - 1:

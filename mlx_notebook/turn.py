@@ -61,6 +61,9 @@ class Round:
     finish_reason: str | None = None
     request_id: str | None = None
     """The engine's id for this call (``engine.trace(request_id)`` replays its parse)."""
+    recorded: Any = field(default=None, repr=False, compare=False)
+    """What the model produced and the stream filter made of it (a ``testing.RecordedReply``:
+    token ids, deltas, family), kept for ``Turn.to_fixture``; None for a completion."""
 
     def __post_init__(self) -> None:
         self.tool_calls = [_typed(call, ToolCallRecord) for call in self.tool_calls]
@@ -137,6 +140,9 @@ class Turn:
     tools_unsupported: bool = field(default=False, repr=False)
     model_dtype: str | None = field(default=None, repr=False)
     """The dtype the model computed in (``float32``, ``bfloat16``, ``4-bit``...)."""
+    branched_from: dict | None = field(default=None, repr=False, compare=False)
+    """For a turn made by ``branch()``: the turn it came from, the position (``at``), the
+    token it replaced and the one forced there."""
     _display_instead: dict | None = field(default=None, repr=False, compare=False)
     """What the displayhook shows, once, instead of this turn: the cell showed it live."""
 
@@ -232,6 +238,17 @@ class Turn:
             out.extend(round_.messages())
         return out
 
+    def to_fixture(self, path: Any, *, note: str = "") -> Any:
+        """Write this turn's replies as a parser regression test (JSON); returns the path.
+
+        Each model call's token ids, decoded text, family, start state and tools, and what the
+        stream filter made of them; ``mlx_notebook.testing.check_fixture(path)`` replays it
+        through the current filter, ``%mlx trace --fixture path`` shows its trace.
+        """
+        from .testing import turn_fixture
+
+        return turn_fixture(self, note).save(path)
+
     def metadata(self) -> dict:
         """How this answer was produced: the saved output's ``metadata["mlx_notebook"]``."""
         return self._mimebundle()[1]["mlx_notebook"]
@@ -278,6 +295,29 @@ class Turn:
         from .display import turn_mimebundle
 
         return turn_mimebundle(self)
+
+    def branch(self, at: int, token: str | int, *, max_tokens: int | None = None,
+               engine: Any = None) -> "Turn":
+        """Resume this reply from its token ``at`` with ``token`` there instead ("what if the
+        model had said ' Lyon' here?"): the model's first ``at`` tokens, then ``token`` (an id,
+        or the text of one token, e.g. one of the alternatives the token view shows), then
+        whatever the model writes next. The prompt cache serves everything before ``at``.
+
+        In a notebook the branch streams into a card of its own under a line linking it to this
+        turn; pass ``engine`` to run it without a view. Needs ``%%chat --tokens``.
+        """
+        if engine is not None:
+            from .branch import branch_turn
+
+            return branch_turn(engine, self, at, token, max_tokens=max_tokens)
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        magics = shell.magics_manager.registry.get("MlxMagics") if shell is not None else None
+        if magics is None:
+            raise RuntimeError("No mlx_notebook engine here: %load_ext mlx_notebook and "
+                               "%load_model, or pass engine=.")
+        return magics.run_branch(self, at, token, max_tokens=max_tokens)
 
     def show_tokens(self):
         """The reply token by token, shaded by probability, alternatives on hover.

@@ -67,6 +67,11 @@ class Trace:
     buffered: ParsedOutput
     """``parse_output`` of the whole text: the oracle ``diff`` compares with."""
     options: dict[str, Any] = field(default_factory=dict)
+    token_ids: tuple[int, ...] = ()
+    """The generated tokens the text was decoded from, when a live request recorded them."""
+    family_definition: Family | None = field(default=None, repr=False, compare=False)
+    """The family itself (``family`` is its name): a family detected from a tokenizer may
+    differ from the table's entry of that name (Mistral without think markers)."""
 
     @classmethod
     def from_deltas(
@@ -76,6 +81,7 @@ class Trace:
         *,
         tools: list[dict[str, Any]] | None = None,
         starts_in_reasoning: bool | None = None,
+        token_ids: Sequence[int] = (),
     ) -> Trace:
         """Trace recorded deltas (e.g. a live request's detokenized stream) as they came."""
         fam = get_family(family)
@@ -90,7 +96,8 @@ class Trace:
         text = "".join(deltas)
         buffered = parse_output(text, fam, tools=tools, starts_in_reasoning=starts_in_reasoning)
         return cls(fam.name, text, tuple(rows), tuple(merge_events(emitted)), buffered,
-                   {"tools": tools, "starts_in_reasoning": starts_in_reasoning})
+                   {"tools": tools, "starts_in_reasoning": starts_in_reasoning},
+                   tuple(int(t) for t in token_ids), fam)
 
     def diff(self) -> list[TraceDifference]:
         """Where the streamed events differ from the buffered parse (empty when correct)."""

@@ -45,6 +45,8 @@ class FinishedTrace:
     family: Any
     tools: list | None
     starts_in_reasoning: bool | None
+    token_ids: tuple[int, ...] = ()
+    """The generated tokens the deltas were decoded from."""
 
 
 class _Call:
@@ -261,6 +263,7 @@ class EngineThread:
             f.family if f is not None else None,
             list(job.request.tools) if job.request.tools else None,
             f.starts_in_reasoning if f is not None else None,
+            tuple(reply.token_ids),
         )
         while len(self.traces) > _TRACES_KEPT:
             self.traces.popitem(last=False)

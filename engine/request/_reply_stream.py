@@ -82,6 +82,8 @@ class ReplyStream:
             if request.kind == "chat" else None
         )
         self.deltas: list[str] = []
+        self.token_ids: list[int] = []
+        """The generated tokens whose text the reply shows (the stop token is not one)."""
         self.tool_calls = 0
         self.finished = False
         self.t_scheduled = time.perf_counter()
@@ -111,6 +113,7 @@ class ReplyStream:
                 self._emit(detok.last_segment)
             return False
         detok.add_token(token)
+        self.token_ids.append(token)
         if finish_reason == "length":
             detok.finalize()
         text = detok.last_segment

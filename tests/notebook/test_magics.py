@@ -86,8 +86,7 @@ def answer(reply: str) -> str:
                                       "temperature, think, tokens, tools, top_k, top_p."),
         ("%mlx config top_k=many", "%mlx config top_k: argument --top-k: invalid int value: 'many'; "
                                    "see %mlx config top_k? for the options."),
-        ("%mlx trace", "%mlx trace: the following arguments are required: text; see "
-                       "%mlx trace? for the options."),
+        ("%mlx trace", "%mlx trace: give text, a turn, or --fixture PATH (one of them)."),
         ("%mlx trace '<think>x'", "%mlx trace: give the parser family to trace text, e.g. --family qwen3."),
         ("%mlx trace x --family qwen3 --chunking 0", "%mlx trace: argument --chunking: '0' is not "
          "tokens, random, a size or a list like 1,3,7; see %mlx trace? for the options."),
