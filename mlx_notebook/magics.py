@@ -79,6 +79,7 @@ class MlxMagics(Magics):
         self.defaults: dict[str, str] = {}
         self.subcommands = {name: getattr(self, f"_{name}") for name in SUBCOMMANDS}
         self._warned_tools_unsupported: set[tuple[str, str]] = set()
+        self._noted_no_cached_tokens: set[str] = set()  # remote servers' URLs
         # The engine panel's kernel side: JupyterLab's panel opens a comm to it.
         self.panel = EnginePanel(engine=lambda: self.engine)
         if _in_kernel(shell):
@@ -120,10 +121,22 @@ class MlxMagics(Magics):
     @argument("--top-k", type=int, default=None, help="Default top-k.")
     @argument("--min-p", type=float, default=None, help="Default min-p.")
     @argument("--max-tokens", type=int, default=None, help="Default maximum of generated tokens.")
+    @argument_group("A remote engine: any OpenAI-compatible server instead of a local model")
+    @argument("--remote", default=None, metavar="URL",
+              help="The server's API root, e.g. http://127.0.0.1:8080/v1 (mlx_lm.server, "
+                   "vLLM, llama.cpp's server, another kernel's %%mlx serve).")
+    @argument("--api-key", default=None, metavar="KEY", help="The bearer token the server wants.")
+    @argument("--model", default=None, metavar="NAME",
+              help="The server's model to use (default: the one it lists).")
+    @argument("--family", default=None, metavar="F",
+              help="The parser family that splits reasoning and tool calls when the server "
+                   "sends raw text, e.g. qwen3 (default: guessed from the model name).")
     @line_magic
     def load_model(self, line: str = ""):
         """Start (or replace) the kernel-resident engine with a model and print what it is."""
         args = _parse(self.load_model, line, "%load_model")
+        if args.remote is not None:
+            return self._load_remote(args)
         from mlx_notebook.engine import Engine, EngineConfig
 
         sampling = {k: getattr(args, k) for k in ("temperature", "top_p", "top_k", "min_p", "max_tokens")
@@ -151,6 +164,20 @@ class MlxMagics(Magics):
         note = slow_blas_note()
         if note:
             display(reports.text(note))
+
+    def _load_remote(self, args: Any) -> None:
+        if args.spec is not None:
+            raise UsageError("%load_model: give a model spec or --remote URL, not both.")
+        from mlx_notebook.engine import RemoteEngine
+
+        with as_usage_errors("%load_model"):  # connected first: a wrong URL keeps the engine
+            engine = RemoteEngine(args.remote, api_key=args.api_key, model=args.model,
+                                  family=args.family)
+        self._close_engine()
+        self.engine = engine
+        if self.listener is not None:
+            self.listener.engine = engine
+        display(reports.text(engine.summary()))
 
     # ----------------------------------------------------------------------- %%chat
 
@@ -207,6 +234,7 @@ class MlxMagics(Magics):
             raise
         session.add(turn, system=args.system)
         self._warn_tools_unsupported(turn)
+        self._note_cached_tokens_not_reported(engine)
         return self._result(turn, args, "%%chat")
 
     # ------------------------------------------------------------------- %%complete
@@ -495,6 +523,15 @@ class MlxMagics(Magics):
                 if known[key] is None:
                     setattr(args, key, value)
         return args
+
+    def _note_cached_tokens_not_reported(self, engine: Any) -> None:
+        """Once per server: its usage has no cached-token count, so the footer's 0 is a blank."""
+        if getattr(engine, "cached_tokens_reported", None) is not False:
+            return
+        if engine.url not in self._noted_no_cached_tokens:
+            self._noted_no_cached_tokens.add(engine.url)
+            display(reports.text(f"Note: the server at {engine.url} does not report cached "
+                                 "tokens, so the footer's cached count reads 0: not reported."))
 
     def _warn_tools_unsupported(self, turn: Turn) -> None:
         """Once per session and model: the tools never reached the model (the card says it

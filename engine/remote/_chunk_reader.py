@@ -1,0 +1,177 @@
+"""``ChunkReader``: a remote server's OpenAI chunks in, the engine's typed events out.
+
+A pure step per chunk (no IO), so the notebook's turn and widgets read a remote reply exactly
+as they read a local one. Reasoning comes from the server's ``reasoning`` or
+``reasoning_content`` field when it sends one; raw text with markers is split here by the one
+``StreamFilter`` (DESIGN.md principle 2). Streamed tool calls arrive as fragments (a name,
+then pieces of the arguments) and become one ``ToolCall`` each when the reply ends.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._events import (
+    ContentDelta, EngineEvent, Finished, ParseProblem, ReasoningDelta, TokenLogprobs, ToolCall,
+    Usage,
+)
+from ..parsing import StreamFilter, get_family
+
+__all__ = ["ChunkReader", "ServerUsage"]
+
+_REASONING_FIELDS = ("reasoning", "reasoning_content")
+
+
+@dataclass(slots=True)
+class _CallPieces:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerUsage:
+    """What the server's usage object said; ``cached_tokens`` is None when it said nothing."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None
+
+
+class ChunkReader:
+    """Feed ``read(chunk)`` every parsed ``data:`` object of one reply, then ``finish()``."""
+
+    def __init__(self, family: str, *, kind: str = "chat", tools: list | None = None):
+        fam = get_family(family)
+        self.kind = kind
+        self._filter = StreamFilter(fam, tools=tools,
+                                    starts_in_reasoning=None if fam.starts_in_reasoning else False)
+        self.server_splits_reasoning = False
+        """The server sent a reasoning field: its content is then passed on as it is."""
+        self._calls: dict[int, _CallPieces] = {}
+        self._parsed_calls = 0
+        self.request_id: str | None = None
+        self.finish_reason: str | None = None
+        self.usage: ServerUsage | None = None
+        self.completion_deltas = 0
+        """Chunks that carried generated text: the completion-token count when the server
+        sends no usage (one token per chunk, as OpenAI-compatible servers stream)."""
+
+    def read(self, chunk: dict[str, Any]) -> list[EngineEvent]:
+        self.request_id = self.request_id or chunk.get("id")
+        if chunk.get("usage"):
+            u = chunk["usage"]
+            cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens")
+            self.usage = ServerUsage(int(u.get("prompt_tokens") or 0),
+                                     int(u.get("completion_tokens") or 0),
+                                     None if cached is None else int(cached))
+        out: list[EngineEvent] = []
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            out += self._logprobs(choice.get("logprobs"))
+            delta = choice.get("delta") or choice.get("message") or {}
+            if self.kind == "completion":
+                delta = {"content": choice.get("text")}
+            out += self._delta(delta)
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        return out
+
+    def _delta(self, delta: dict[str, Any]) -> list[EngineEvent]:
+        out: list[EngineEvent] = []
+        for name in _REASONING_FIELDS:
+            if delta.get(name):
+                self.server_splits_reasoning = True
+                self.completion_deltas += 1
+                out.append(ReasoningDelta(delta[name]))
+        text = delta.get("content")
+        if text:
+            self.completion_deltas += 1
+            if self.kind == "completion":
+                out.append(ContentDelta(text))
+            else:
+                out += self._split(self._filter.feed(text))
+        for piece in delta.get("tool_calls") or []:
+            call = self._calls.setdefault(int(piece.get("index", len(self._calls))), _CallPieces())
+            call.id = piece.get("id") or call.id
+            function = piece.get("function") or {}
+            call.name = function.get("name") or call.name
+            if function.get("arguments"):
+                call.arguments.append(function["arguments"])
+        return out
+
+    def _split(self, events) -> list[EngineEvent]:
+        out: list[EngineEvent] = []
+        for e in events:
+            if e.kind == "reasoning":
+                out.append(ReasoningDelta(e.text))
+            elif e.kind == "content":
+                out.append(ContentDelta(e.text))
+            elif e.kind == "tool_call":
+                out.append(ToolCall(self._parsed_calls, e.id or _call_id(), e.name or "",
+                                    dict(e.arguments or {}), e.text))
+                self._parsed_calls += 1
+            else:
+                out.append(ParseProblem(e.text, e.message))
+        return out
+
+    def _logprobs(self, logprobs: dict | None) -> list[EngineEvent]:
+        if not logprobs:
+            return []
+        if self.kind == "completion":
+            tokens = logprobs.get("tokens") or []
+            values = logprobs.get("token_logprobs") or []
+            tops = logprobs.get("top_logprobs") or [{}] * len(tokens)
+            return [TokenLogprobs(-1, t, float(v), tuple((k, float(x)) for k, x in (top or {}).items()))
+                    for t, v, top in zip(tokens, values, tops)]
+        return [TokenLogprobs(-1, item["token"], float(item["logprob"]),
+                              tuple((t["token"], float(t["logprob"]))
+                                    for t in item.get("top_logprobs") or []))
+                for item in logprobs.get("content") or []]
+
+    def finish(self, *, cancelled: bool = False) -> list[EngineEvent]:
+        """What the filter still held, the tool calls the server streamed, and ``Finished``
+        (``Usage`` is the caller's: it knows the timings)."""
+        out = self._split(self._filter.finish()) if self.kind == "chat" else []
+        for number, (_, call) in enumerate(sorted(self._calls.items())):
+            raw = "".join(call.arguments)
+            try:
+                arguments = json.loads(raw) if raw.strip() else {}
+            except json.JSONDecodeError as exc:
+                out.append(ParseProblem(raw, f"the server sent tool call {call.name!r} with "
+                                             f"arguments that are not JSON ({exc.msg})"))
+                continue
+            out.append(ToolCall(self._parsed_calls + number, call.id or _call_id(), call.name,
+                                arguments if isinstance(arguments, dict) else {"value": arguments},
+                                raw))
+        reason = "cancelled" if cancelled else (self.finish_reason or "stop")
+        called = self._parsed_calls or any(type(e) is ToolCall for e in out)
+        if not cancelled and called and reason == "stop":
+            reason = "tool_calls"
+        out.append(Finished(reason))
+        return out
+
+    def usage_event(self, *, prompt_tokens_hint: int, seconds_to_first: float,
+                    seconds_total: float) -> Usage:
+        """The reply's ``Usage``: the server's counts when it sent them, else counted here."""
+        u = self.usage
+        completion = u.completion_tokens if u else self.completion_deltas
+        prompt = u.prompt_tokens if u else prompt_tokens_hint
+        decode_seconds = max(seconds_total - seconds_to_first, 1e-9)
+        return Usage(
+            prompt_tokens=prompt,
+            cached_tokens=(u.cached_tokens or 0) if u else 0,
+            completion_tokens=completion,
+            time_to_first_token=seconds_to_first,
+            prefill_tokens_per_second=prompt / seconds_to_first if seconds_to_first > 0 else 0.0,
+            decode_tokens_per_second=max(completion - 1, 0) / decode_seconds,
+            peak_memory=0,
+        )
+
+
+def _call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"

@@ -1,0 +1,407 @@
+"""``RemoteEngine``: any OpenAI-compatible server behind the same surface as ``Engine``.
+
+``%%chat``, sessions, the tool loop, the live card and the footer drive ``submit(body, kind)``
+and read the handle's typed events; here those events come from a server over HTTP
+(``mlx_lm.server``, vllm-mlx, vLLM, llama.cpp's server, our own listener) instead of the
+engine thread. Bodies are checked by the same admission as a local request (so a bad
+parameter fails here, with the same sentence) and sent as they are, streaming. httpx is the
+client (already in every Jupyter install). Each reply is read on its own thread into a queue,
+so Stop ends the events at once, whatever the socket is doing; the reader then closes the
+connection, which tells the server to stop generating. What only a local engine can do
+(tokenizing, the prompt-cache lookup, the parse trace) raises one sentence saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, Iterator, Mapping
+
+import httpx
+
+from .._config import EngineConfig
+from .._errors import EngineDeadError, EngineError, EngineRequestError
+from .._events import EngineEvent, Error, Finished, Started
+from ..models._info import ModelInfo
+from ..parsing import get_family
+from ..parsing._families import ALIASES
+from ..request._admission import GenerationRequest, admit
+from ..request._prompt_cache import CacheInfo
+from ._chunk_reader import ChunkReader
+
+__all__ = ["RemoteEngine", "RemoteHandle", "guess_family"]
+
+_END = object()
+_POLL_SECONDS = 0.05  # how often a reader waiting on the server re-checks Stop
+
+
+def guess_family(model: str) -> str | None:
+    """The parser family a model name suggests (``Qwen3-8B`` -> ``qwen3``), or None."""
+    name = re.sub(r"[^a-z0-9]+", "_", PurePosixPath(model).name.lower())
+    compact = name.replace("_", "")
+    from ..parsing import family_names
+
+    candidates = sorted({*family_names(), *ALIASES}, key=len, reverse=True)
+    for candidate in candidates:
+        if candidate != "plain" and (candidate in name or candidate.replace("_", "") in compact):
+            return ALIASES.get(candidate, candidate)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RemotePrompt:
+    """What the runner reads off a handle's prompt; a remote server renders its own."""
+
+    tools_rendered: bool | None = None
+    """Unknown: the server's template is not visible from here."""
+
+
+class RemoteEngine:
+    """Talk to an OpenAI-compatible server as if it were the in-process engine.
+
+    >>> engine = RemoteEngine("http://127.0.0.1:8080/v1", api_key="...")   # doctest: +SKIP
+    """
+
+    def __init__(self, url: str, *, api_key: str | None = None, model: str | None = None,
+                 family: str | None = None, timeout: float = 120.0):
+        """Connect, check the key and pick the model (``model``, or the one the server
+        lists); raises ``EngineError`` with one sentence when any of that fails."""
+        self.url = _api_root(url)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = timeout
+        self._client = httpx.Client(base_url=self.url, headers=headers,
+                                    timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
+        self._closed = False
+        self._open: set[RemoteHandle] = set()
+        self._lock = threading.Lock()
+        self.config = EngineConfig()
+        self.cached_tokens_reported: bool | None = None
+        """Whether the last finished reply's usage said how many prompt tokens the server's
+        cache served (None before any reply): when not, a footer's 0 means "not reported"."""
+        try:
+            self.model = self._pick_model(model)
+            self.family, self.family_source = self._pick_family(family, self.model)
+        except BaseException:
+            self._client.close()
+            raise
+        fam = get_family(self.family)
+        self._model_info = ModelInfo(
+            name=PurePosixPath(self.model).name or self.model, path=self.url, model_type="remote",
+            parameters=None, quantization="remote", memory_bytes=None,
+            context_length=None, thinking=bool(fam.think), tool_calling=bool(fam.tools),
+            dtype="", dtype_reason="")
+
+    # -- connecting ------------------------------------------------------------------------------
+    def _pick_model(self, model: str | None) -> str:
+        response = self._call("GET", "/models")
+        if response.status_code in (401, 403):
+            raise _http_error(self.url, response, "/models")
+        try:
+            listed = [m.get("id") for m in (response.json().get("data") or []) if m.get("id")]
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            listed = None
+        if response.status_code != 200 or listed is None:
+            # No model list (mlx_lm.server's fails without a Hugging Face cache): the server
+            # still serves. "default_model" is what mlx_lm.server and our listener call the
+            # model they loaded; another server says so at the first request.
+            return model or "default_model"
+        if model is None:
+            if len(listed) == 1:
+                return listed[0]
+            raise EngineError(
+                f"The server at {self.url} serves {', '.join(listed)}; pick one with --model."
+                if listed else f"The server at {self.url} lists no models; name one with --model.")
+        if listed and model not in listed and model != "default_model":
+            raise EngineError(f"The server at {self.url} has no model '{model}' (HTTP 404); it "
+                              f"serves {', '.join(listed)}.")
+        return model
+
+    @staticmethod
+    def _pick_family(family: str | None, model: str) -> tuple[str, str]:
+        if family is not None:
+            try:
+                return get_family(family).name, "given"
+            except ValueError as exc:
+                raise EngineError(str(exc).strip("'\"")) from None
+        guessed = guess_family(model)
+        if guessed is not None:
+            return guessed, "guessed from the model name"
+        return "qwen3", "a default: the model name names no family; pass --family"
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self._client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise _transport_error(self.url, exc, self._timeout) from None
+
+    def summary(self) -> str:
+        """One line for ``%load_model --remote``: what is served, where, how replies are split."""
+        return (f"Connected to {self.model} at {self.url} (remote; reasoning and tool calls "
+                f"from the server's fields, else split here as {self.family}, "
+                f"{self.family_source}).")
+
+    # -- what front ends read ----------------------------------------------------------------------
+    @property
+    def model_info(self) -> ModelInfo:
+        return self._model_info
+
+    @property
+    def healthy(self) -> bool:
+        return not self._closed
+
+    @property
+    def active_requests(self) -> int:
+        with self._lock:
+            return sum(1 for h in self._open if not h.done)
+
+    @property
+    def tokenizer(self):
+        raise EngineError(f"The model at {self.url} tokenizes on the server; the token view "
+                          "and rendering need a local model (%load_model without --remote).")
+
+    def inspect(self, body: Mapping[str, Any], *, kind: str | None = None):
+        raise EngineError(f"Inspect's tokenize and cache-lookup stages run on the server at "
+                          f"{self.url}, out of reach; load the model locally to inspect them.")
+
+    def trace(self, request_id: str):
+        raise EngineError(f"Parse traces are kept by a local engine; the model at {self.url} "
+                          "is remote (replay its text with %mlx trace TEXT --family F).")
+
+    def cache_info(self) -> CacheInfo:
+        """Empty: a remote server's prompt cache is its own (replies report cached tokens)."""
+        return CacheInfo(entries=0, tokens=0, bytes=0, budget_bytes=0, lookups=())
+
+    def clear_prompt_cache(self) -> None:
+        raise EngineError(f"The prompt cache of the server at {self.url} is out of reach "
+                          "from here.")
+
+    # -- the request path ------------------------------------------------------------------------
+    def submit(self, body: Mapping[str, Any], *, kind: str = "chat") -> "RemoteHandle":
+        """Check ``body`` as a local request is checked, send it streaming, and return its
+        handle once the server has accepted it (an HTTP error raises here, one sentence)."""
+        if self._closed:
+            raise EngineDeadError(f"The connection to {self.url} was closed; run "
+                                  "%load_model --remote again.")
+        request = admit(body, kind=kind, config=self.config)
+        send = {**body, "model": self.model, "stream": True,
+                "stream_options": {"include_usage": True}}
+        path = "/chat/completions" if kind == "chat" else "/completions"
+        started = time.perf_counter()
+        try:
+            response = self._client.send(self._client.build_request("POST", path, json=send),
+                                         stream=True)
+        except httpx.HTTPError as exc:
+            raise _transport_error(self.url, exc, self._timeout) from None
+        if response.status_code != 200:
+            try:
+                response.read()
+            finally:
+                response.close()
+            raise _http_error(self.url, response, path)
+        reader = ChunkReader(self.family, kind=kind, tools=body.get("tools"))
+        handle = RemoteHandle(self, response, request, reader, started)
+        with self._lock:
+            self._open = {h for h in self._open if not h.done} | {handle}
+        return handle
+
+    def chat_completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:
+        """``/v1/chat/completions`` through the server, shaped by the engine's own builders."""
+        return self._respond(body, "chat")
+
+    def completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:
+        return self._respond(body, "completion")
+
+    def _respond(self, body, kind: str):
+        from ..request import _responses as responses
+
+        handle = self.submit(body, kind=kind)
+        request = handle.request
+        if kind == "chat":
+            build = responses.chat_chunks if request.stream else responses.chat_completion
+        else:
+            build = responses.completion_chunks if request.stream else responses.text_completion
+        return build(handle.events(), request=request, request_id=handle.id,
+                     created=int(time.time()))
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop every open reply and close the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            handles = list(self._open)
+        for handle in handles:
+            handle.cancel()
+        self._client.close()
+
+    def __enter__(self) -> "RemoteEngine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<RemoteEngine {self.model} at {self.url}, {self.active_requests} active>"
+
+
+class RemoteHandle:
+    """A reply streaming from the server: ``events()`` once, ``cancel()`` from any thread."""
+
+    def __init__(self, engine: RemoteEngine, response: httpx.Response,
+                 request: GenerationRequest, reader: ChunkReader, started: float):
+        self.id = f"remote-{uuid.uuid4()}"
+        self.request = request
+        self.prompt = RemotePrompt()
+        self._engine = engine
+        self._url = engine.url
+        self._reader = reader
+        self._started = started
+        self._cancel = threading.Event()
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._done = False
+        threading.Thread(target=self._read, args=(response,), name="mlx-notebook-remote",
+                         daemon=True).start()
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def _read(self, response: httpx.Response) -> None:
+        """On its own thread: the server's ``data:`` objects onto the queue, then ``_END``."""
+        try:
+            for line in response.iter_lines():
+                if self._cancel.is_set():
+                    return
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    return
+                self._queue.put(json.loads(data))
+        except (httpx.HTTPError, json.JSONDecodeError) as exc:
+            if not self._cancel.is_set():
+                self._queue.put(Error(_broken_stream(self._url, exc), "server_error"))
+        finally:
+            response.close()  # after a Stop this is what tells the server to stop
+            self._queue.put(_END)
+
+    def events(self) -> Iterator[EngineEvent]:
+        """``Started``, the reply's deltas and tool calls, ``Usage`` and ``Finished`` (or
+        ``Error``), as a local request's handle yields them."""
+        reader, first = self._reader, None
+        yield Started(self.id, prompt_tokens=0, cached_tokens=0)
+        cancelled = False
+        while True:
+            try:
+                item = self._queue.get(timeout=_POLL_SECONDS)
+            except queue.Empty:
+                if self._cancel.is_set():
+                    cancelled = True
+                    break
+                continue
+            if item is _END:
+                cancelled = self._cancel.is_set()
+                break
+            if type(item) is Error:
+                self._done = True
+                yield item
+                return
+            if "error" in item:  # an error object sent mid-stream
+                self._done = True
+                yield Error(_error_sentence(self._url, item["error"]), "server_error")
+                return
+            events = reader.read(item)
+            if events and first is None:
+                first = time.perf_counter()
+            yield from events
+        now = time.perf_counter()
+        tail = reader.finish(cancelled=cancelled)
+        usage = reader.usage_event(prompt_tokens_hint=0,
+                                   seconds_to_first=(first or now) - self._started,
+                                   seconds_total=now - self._started)
+        self._done = True
+        if self._reader.usage is not None:
+            self._engine.cached_tokens_reported = self.cached_tokens_reported
+        yield from tail[:-1]
+        yield usage
+        yield tail[-1]
+
+    @property
+    def cached_tokens_reported(self) -> bool:
+        """The server's usage said how many prompt tokens its cache served."""
+        usage = self._reader.usage
+        return usage is not None and usage.cached_tokens is not None
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else ("cancelled" if self._cancel.is_set() else "running")
+        return f"<RemoteHandle {self.id} {self.request.kind} {state}>"
+
+
+# -- errors as one sentence ---------------------------------------------------------------------------
+def _api_root(url: str) -> str:
+    url = url.strip().rstrip("/")
+    if not re.match(r"^https?://", url):
+        raise EngineError(f"'{url}' is not an http(s) URL; give one like http://127.0.0.1:8080/v1.")
+    for suffix in ("/chat/completions", "/completions"):
+        url = url.removesuffix(suffix)
+    return url if url.endswith("/v1") else f"{url}/v1"
+
+
+def _transport_error(url: str, exc: httpx.HTTPError, timeout: float) -> EngineError:
+    if isinstance(exc, httpx.TimeoutException):
+        return EngineError(f"The server at {url} did not answer within {timeout:g} s; check "
+                           "that it is running and not overloaded.")
+    if isinstance(exc, httpx.ConnectError):
+        return EngineError(f"Cannot connect to {url} ({_reason(exc)}); check the URL and that "
+                           "the server is running.")
+    return EngineError(f"The connection to {url} failed ({_reason(exc)}); check the server.")
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    return "connection refused" if "refused" in text.lower() else text.rstrip(".")
+
+
+def _http_error(url: str, response: httpx.Response, path: str) -> EngineError:
+    status = response.status_code
+    try:
+        error = response.json().get("error")
+    except (json.JSONDecodeError, AttributeError, UnicodeDecodeError):
+        error = None
+    if status in (401, 403):
+        return EngineError(f"The server at {url} refused the API key (HTTP {status}); pass the "
+                           "right one with --api-key.")
+    if not isinstance(error, dict):
+        if status == 404:
+            return EngineError(f"The server at {url} has no {path} (HTTP 404); give the URL of "
+                               "an OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1.")
+        return EngineRequestError(f"The server at {url} answered HTTP {status} to {path}.",
+                                  type="server_error" if status >= 500 else "invalid_request_error")
+    return EngineRequestError(
+        _error_sentence(url, error, status), param=error.get("param"),
+        type=error.get("type") or ("server_error" if status >= 500 else "invalid_request_error"),
+        code=error.get("code") or ("model_not_found" if status == 404 else None))
+
+
+def _error_sentence(url: str, error: Any, status: int | None = None) -> str:
+    message = error.get("message") if isinstance(error, dict) else str(error)
+    where = f"The server at {url}" + (f" (HTTP {status})" if status else "")
+    return f"{where}: {str(message or 'no reason given').rstrip('.')}."
+
+
+def _broken_stream(url: str, exc: Exception) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return f"The server at {url} stopped sending mid-reply (timed out); the reply is partial."
+    if isinstance(exc, json.JSONDecodeError):
+        return f"The server at {url} sent a chunk that is not JSON; the reply is partial."
+    return f"The connection to {url} broke mid-reply ({_reason(exc)}); the reply is partial."

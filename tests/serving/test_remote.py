@@ -1,0 +1,165 @@
+"""``%load_model --remote``: ``%%chat`` against our own listener and against ``mlx_lm.server``.
+
+The tiny reasoner's scripted replies come back through HTTP with their reasoning and tool
+calls, the tool loop runs a notebook function, and failures read as one sentence.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from mlx_notebook.engine import EngineError, RemoteEngine
+from mlx_notebook.engine.parity import _Server as MlxLmServer
+from mlx_notebook.engine.remote import guess_family
+
+pytestmark = pytest.mark.model
+
+WEATHER_TOOL = '''
+def get_weather(city: str):
+    """{description}"""
+    return {{"city": city, "temperature_c": 18, "condition": "sunny"}}
+'''
+
+
+@pytest.fixture(scope="module")
+def shell(scripts):
+    shell = InteractiveShell()
+    shell.history_manager.enabled = False
+    shell.run_line_magic("load_ext", "mlx_notebook")
+    description = scripts["single_tool_call"]["tools"][0]["function"]["description"]
+    shell.run_cell(WEATHER_TOOL.format(description=description))
+    yield shell
+    shell.run_line_magic("unload_ext", "mlx_notebook")
+
+
+@pytest.fixture(scope="module")
+def mlx_lm_server(tiny_reasoner_path):
+    server = MlxLmServer(str(tiny_reasoner_path))
+    yield server
+    server.close()
+
+
+def _run(shell, cell: str) -> str:
+    with capture_output() as out:
+        result = shell.run_cell(cell)
+    assert result.success, result.error_in_exec or result.error_before_exec
+    return out.stdout + "".join(str(o.data.get("text/plain", "")) for o in out.outputs)
+
+
+def _error(shell, cell: str) -> str:
+    with capture_output():
+        result = shell.run_cell(cell)
+    assert not result.success
+    return str(result.error_in_exec or result.error_before_exec)
+
+
+def _answer(reply: str) -> str:
+    return reply.split("</think>")[-1].strip()
+
+
+def _chat_scripts_through(shell, scripts) -> None:
+    """Reasoning, an answer, a tool call run by the tool loop, and the history, as locally."""
+    question = scripts["reason_then_answer"]["messages"][-1]["content"]
+    _run(shell, f"%%chat --new --session remote --tools none\n{question}")
+    turn = shell.user_ns["_"]
+    expected = scripts["reason_then_answer"]["reply"]
+    assert turn.text == _answer(expected)
+    assert turn.reasoning.strip() == expected.split("<think>")[1].split("</think>")[0].strip()
+    assert turn.usage.completion_tokens > 0 and turn.usage.prompt_tokens > 0
+
+    question = scripts["single_tool_call"]["messages"][-1]["content"]
+    shown = _run(shell, f"%%chat --new --session weather --tools get_weather\n{question}")
+    turn = shell.user_ns["_"]
+    (call,) = turn.tool_calls
+    assert (call.name, call.arguments) == ("get_weather", {"city": "Paris"})
+    assert '[tool call] get_weather({"city": "Paris"})' in shown
+    assert [r.finish_reason for r in turn.rounds] == ["tool_calls", "stop"]
+    assert turn.text == _answer(scripts["answer_from_tool_result"]["reply"])
+    assert "It is sunny in Paris" in _run(shell, "%mlx history weather")
+
+
+def test_chat_against_our_own_listener(shell, tiny_listener, scripts):
+    shown = _run(shell, f"%load_model --remote {tiny_listener.url} --api-key {tiny_listener.token}")
+    assert f"at {tiny_listener.url}" in shown and "as qwen3" in shown
+    _chat_scripts_through(shell, scripts)
+    # The listener reports the prompt cache: a follow-up turn reads cached tokens.
+    question = scripts["follow_up_turn"]["messages"][-1]["content"]
+    first = scripts["reason_then_answer"]["messages"][-1]["content"]
+    _run(shell, f"%%chat --new --session cached --tools none\n{first}")
+    _run(shell, f"%%chat --session cached --tools none\n{question}")
+    assert shell.user_ns["_"].usage.cached_tokens > 0
+
+
+@pytest.mark.slow
+def test_chat_against_mlx_lm_server(shell, mlx_lm_server, scripts):
+    shown = _run(shell, f"%load_model --remote {mlx_lm_server.url} --family qwen3")
+    assert "as qwen3, given" in shown
+    _chat_scripts_through(shell, scripts)
+
+
+def test_stop_closes_the_stream_and_frees_the_served_engine(
+        tiny_listener, tiny_engine, script_body, wait_until):
+    with RemoteEngine(tiny_listener.url, api_key=tiny_listener.token) as remote:
+        handle = remote.submit(script_body("long_story"))
+        events = handle.events()
+        next(e for e in events if type(e).__name__ == "ContentDelta")
+        handle.cancel()
+        rest = list(events)
+        assert type(rest[-1]).__name__ == "Finished" and rest[-1].reason == "cancelled"
+        assert remote.active_requests == 0
+        assert wait_until(lambda: tiny_engine.active_requests == 0)
+        assert wait_until(lambda: tiny_listener.served() == ())
+
+
+# -- failures as one sentence ---------------------------------------------------------------------
+def test_a_refused_connection_is_one_sentence(shell):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    message = _error(shell, f"%load_model --remote http://127.0.0.1:{port}")
+    assert message == (f"%load_model: cannot connect to http://127.0.0.1:{port}/v1 (connection "
+                       "refused); check the URL and that the server is running.")
+
+
+def test_a_server_that_never_answers_times_out_in_one_sentence():
+    with socket.socket() as s:  # listens, never accepts: the request waits for an answer
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        with pytest.raises(EngineError) as caught:
+            RemoteEngine(f"http://127.0.0.1:{port}/v1", timeout=0.5)
+    assert str(caught.value) == (f"The server at http://127.0.0.1:{port}/v1 did not answer "
+                                 "within 0.5 s; check that it is running and not overloaded.")
+
+
+def test_a_wrong_key_and_an_unknown_model_are_one_sentence_each(shell, tiny_listener, tiny_engine):
+    url = tiny_listener.url
+    assert _error(shell, f"%load_model --remote {url} --api-key wrong") == (
+        f"%load_model: the server at {url} refused the API key (HTTP 401); pass the right one "
+        "with --api-key.")
+    assert _error(shell, f"%load_model --remote {url} --api-key {tiny_listener.token} "
+                         "--model gpt-4") == (
+        f"%load_model: the server at {url} has no model 'gpt-4' (HTTP 404); it serves "
+        f"{tiny_engine.model_info.name}.")
+
+
+def test_what_needs_a_local_model_says_so(shell, tiny_listener):
+    _run(shell, f"%load_model --remote {tiny_listener.url} --api-key {tiny_listener.token}")
+    _run(shell, "%%chat --new --session local-only --tools none\nWhat is 17 + 25?")
+    message = _error(shell, "%mlx render local-only")
+    assert message == (f"%mlx render: inspect's tokenize and cache-lookup stages run on the "
+                       f"server at {tiny_listener.url}, out of reach; load the model locally to "
+                       "inspect them.")
+    assert "remote" in _error(shell, "%mlx trace _")
+
+
+@pytest.mark.parametrize("name, family", [
+    ("Qwen3-8B-4bit", "qwen3"), ("mlx-community/DeepSeek-R1-Distill-Qwen-7B", "deepseek_r1"),
+    ("Qwen3-Coder-30B-A3B", "qwen3_coder"), ("gpt-oss-20b", None),
+])
+def test_the_family_is_guessed_from_the_model_name(name, family):
+    assert guess_family(name) == family
