@@ -49,7 +49,6 @@ _LAZY = {
     "Listener": (".serving", "Listener"),
     "ServedRequest": (".serving", "ServedRequest"),
     "RemoteEngine": (".remote", "RemoteEngine"),
-    "RemoteEngine": (".remote", "RemoteEngine"),
     # Also keeps ``python -m mlx_notebook.engine.blas`` (which tests/run.sh runs) from finding
     # the module imported before it runs.
     "slow_blas_note": (".blas", "slow_blas_note"),
@@ -67,8 +66,6 @@ __all__ = [
     "completion_chunks",
     # the HTTP listener and what it is serving
     "Listener", "ServedRequest",
-    # an OpenAI-compatible server behind the engine's surface
-    "RemoteEngine",
     # an OpenAI-compatible server behind the engine's surface
     "RemoteEngine",
     # models and the machine
