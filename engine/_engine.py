@@ -29,6 +29,7 @@ from .request._prompt_cache import CacheInfo
 from .request._rendering import RenderedPrompt, check_chat_template, render
 from .request._handle import RequestHandle
 from .request._job import Job
+from .request._think_budget import think_budget_for
 
 __all__ = ["Engine"]
 
@@ -190,6 +191,7 @@ class Engine:
         # lock (HF fast tokenizers are not safe for concurrent use).
         prompt = render(request, self.tokenizer, model_type=self.model_info.model_type,
                         tokenize_lock=self._render_lock)
+        think_budget_for(self.tokenizer, request, prompt)  # a model without markers refuses it here
         context = self.model_info.context_length
         if context and self.config.max_kv_size is None and len(prompt.tokens) >= context:
             raise EngineRequestError(

@@ -104,6 +104,9 @@ class Usage:
     everything the engine ran since the first of them started."""
     accepted_draft_tokens: int | None = None
     """Completion tokens the draft model proposed and the model accepted; None without one."""
+    reasoning_tokens: int | None = None
+    """Completion tokens inside reasoning (markers excluded); counted only for a request with
+    a ``thinking_token_budget``, None otherwise."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,6 +124,8 @@ class GenerationRequest:
     stream: bool
     include_usage: bool
     reasoning_field: str
+    thinking_token_budget: int | None = None
+    """Reasoning tokens after which the end-of-reasoning marker is forced; None: no limit."""
 
     @property
     def template_kwargs(self) -> dict[str, Any]:
@@ -553,6 +555,14 @@ def _model(body, accepted_models) -> str:
     return model
 
 
+def _thinking_token_budget(body, kind: str) -> int | None:
+    if body.get("thinking_token_budget") is None:
+        return None
+    if kind != "chat":
+        _fail("'thinking_token_budget' applies to chat requests only.", "thinking_token_budget")
+    return _number(body, "thinking_token_budget", None, integer=True, lo=0, hi=2**31 - 1)
+
+
 def _seed(body) -> int | None:
     seed = body.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
@@ -619,4 +629,5 @@ def admit(
         stream=stream,
         include_usage=_stream_options(body, stream),
         reasoning_field=reasoning_field,
+        thinking_token_budget=_thinking_token_budget(body, kind),
     )

@@ -19,6 +19,7 @@ from .._events import (
     ToolCall, Usage,
 )
 from ..parsing import StreamFilter
+from ._think_budget import reasoning_token_count, think_budget_for
 
 __all__ = ["ReplyStream", "LOGPROB_FLOOR"]
 
@@ -82,6 +83,8 @@ class ReplyStream:
             if request.kind == "chat" else None
         )
         self.deltas: list[str] = []
+        self.think_budget = think_budget_for(tokenizer, request, prompt)
+        """Counts the reasoning tokens at the end when the request has a budget."""
         self.token_ids: list[int] = []
         """The generated tokens whose text the reply shows (the stop token is not one)."""
         self.tool_calls = 0
@@ -156,6 +159,8 @@ class ReplyStream:
             # before any allocation still reports what is held (the weights), not 0.
             peak_memory=int(max(mx.get_peak_memory(), mx.get_active_memory())),
             accepted_draft_tokens=accepted_draft_tokens,
+            reasoning_tokens=(None if self.think_budget is None
+                              else reasoning_token_count(self.token_ids, self.think_budget)),
         ))
         self.out.put(Finished(reason))
 

@@ -29,6 +29,7 @@ from .._events import Error, PrefillProgress
 from ._job import Job
 from ._prompt_cache import PromptCache
 from ._reply_stream import ReplyStream
+from ._think_budget import think_budget_for
 from ._single_stream import Cancelled, Preempted, SingleStream
 
 __all__ = ["Scheduler", "default_prefill_step_size"]
@@ -173,14 +174,16 @@ class Scheduler:
             xtc_special_tokens=self._xtc_special,
         )
 
-    def _processors(self, request: GenerationRequest):
+    def _processors(self, request: GenerationRequest, prompt=None):
         p = request.penalties
-        return make_logits_processors(
+        processors = make_logits_processors(
             dict(p.logit_bias) if p.logit_bias else None,
             p.repetition_penalty, p.repetition_context_size,
             p.presence_penalty, p.presence_context_size,
             p.frequency_penalty, p.frequency_context_size,
         )
+        budget = think_budget_for(self.tokenizer, request, prompt) if prompt is not None else None
+        return processors + [budget] if budget is not None else processors
 
     def _stops(self, stop: tuple[str, ...]):
         seqs = self._stop_sequences.get(stop)
@@ -193,7 +196,10 @@ class Scheduler:
     def _fast_path_ok(self, request: GenerationRequest, alone: bool) -> bool:
         p = request.penalties
         return (alone and self._single_ok and self.idle and p.repetition_penalty == 0
-                and p.presence_penalty == 0 and p.frequency_penalty == 0)
+                and p.presence_penalty == 0 and p.frequency_penalty == 0
+                # The think budget counts tokens from its context: one processor must see
+                # the whole reply, and the single stream may hand a request to the batch.
+                and request.thinking_token_budget is None)
 
     def add(self, job: Job, *, alone: bool = False) -> None:
         """Look up the prompt cache and start ``job``: alone on the fast path, or batched.
@@ -238,7 +244,7 @@ class Scheduler:
             self.single = SingleStream(
                 self.model, self.stream, job, cache=cache, tokens=tokens,
                 cached=cached, sampler=self._sampler(request),
-                processors=self._processors(request), stop_sequences=self._stops(request.stop),
+                processors=self._processors(request, prompt), stop_sequences=self._stops(request.stop),
                 prefill_step_size=self.prefill_step_size,
                 draft_model=draft, num_draft_tokens=request.num_draft_tokens,
                 # With a draft model requests take turns: nothing to interleave with.
@@ -254,7 +260,7 @@ class Scheduler:
             caches=[cache],
             all_tokens=[tokens[:cached]],
             samplers=[guard.sampler(self._sampler(request))],
-            logits_processors=[guard.processors(self._processors(request))],
+            logits_processors=[guard.processors(self._processors(request, prompt))],
             stop_sequences=[self._stops(request.stop)],
         )
         del cache
