@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -27,6 +28,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+PREBUILT_EXTENSION = Path(__file__).resolve().parents[2] / "share" / "jupyter" / "labextensions" / "mlx-notebook"
 KERNEL = "mlx-notebook-test"
 
 
@@ -75,6 +77,9 @@ def lab(tmp_path_factory) -> Lab:
         "argv": [sys.executable, "-m", "mlx_notebook.kernel", "-f", "{connection_file}"],
         "display_name": "Python 3 (mlx-notebook tests)", "language": "python", "env": kernel_env,
     }))
+    # The extension as this checkout builds it (JUPYTER_DATA_DIR comes before the venv's
+    # copy, which an editable install made when it last ran).
+    shutil.copytree(PREBUILT_EXTENSION, data / "labextensions" / "mlx-notebook")
     token, port = secrets.token_hex(16), _free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(data)}
