@@ -209,18 +209,41 @@ def _compare(name, kind, body, engine, server, rows) -> None:
         rows.append(ParityRow(name, "top_logprobs", a["top_logprobs"], b["top_logprobs"]))
 
 
-def run_parity(model_dir: str, *, max_tokens: int = 48,
-               draft_model: str | None = None) -> list[ParityRow]:
-    """Send every case to an in-process Engine and to mlx_lm.server; one row per value."""
+class _OverHttp:
+    """The engine as our HTTP listener serves it: the same calls, answered over loopback."""
+
+    def __init__(self, engine, listener):
+        self.model_info, self.url = engine.model_info, listener.url.removesuffix("/v1")
+
+    post = _Server.post
+
+    def chat_completions(self, body: dict):
+        return self.post("/v1/chat/completions", body)
+
+    def completions(self, body: dict):
+        return self.post("/v1/completions", body)
+
+
+def run_parity(model_dir: str, *, max_tokens: int = 48, draft_model: str | None = None,
+               over_http: bool = False) -> list[ParityRow]:
+    """Send every case to an in-process Engine and to mlx_lm.server; one row per value.
+    ``over_http`` sends ours through the engine's HTTP listener (``engine.serving``) instead."""
     from ._engine import Engine
+    from .serving import Listener
 
     rows: list[ParityRow] = []
     server = _Server(model_dir, draft_model)
     try:
         with Engine(model_dir, draft_model=draft_model, progress=False) as engine:
-            for name, kind, body in _cases(engine, max_tokens):
-                _compare(name, kind, body, engine, server, rows)
-            _multi_turn(engine, server, max_tokens, rows)
+            listener = Listener(engine, port=0, token="").start() if over_http else None
+            try:
+                ours = engine if listener is None else _OverHttp(engine, listener)
+                for name, kind, body in _cases(ours, max_tokens):
+                    _compare(name, kind, body, ours, server, rows)
+                _multi_turn(ours, server, max_tokens, rows)
+            finally:
+                if listener is not None:
+                    listener.stop()
     finally:
         server.close()
     return rows
@@ -248,8 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--draft-model", default=None, metavar="DIR",
                         help="a draft model directory: both sides decode speculatively")
+    parser.add_argument("--over-http", action="store_true",
+                        help="reach our engine through its HTTP listener, as mlx_lm.server is")
     args = parser.parse_args(argv)
-    rows = run_parity(args.model_dir, max_tokens=args.max_tokens, draft_model=args.draft_model)
+    rows = run_parity(args.model_dir, max_tokens=args.max_tokens, draft_model=args.draft_model,
+                      over_http=args.over_http)
     print(format_table(rows))
     return 0 if all(r.same for r in rows) else 1
 
