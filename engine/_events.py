@@ -106,7 +106,7 @@ class Usage:
     """Completion tokens the draft model proposed and the model accepted; None without one."""
     reasoning_tokens: int | None = None
     """Completion tokens inside reasoning (markers excluded); counted only for a request with
-    a ``thinking_token_budget``, None otherwise."""
+    a ``thinking_token_budget`` whose reply reasoned, None otherwise."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -188,6 +188,9 @@ class MlxMagics(Magics):
               help="Ask the template to enable thinking (enable_thinking=True).")
     @argument("--no-think", dest="think", action="store_false", default=None,
               help="Ask the template to disable thinking (enable_thinking=False).")
+    @argument("--think-budget", type=int, default=None, metavar="N",
+              help="End reasoning after N tokens (the end-of-reasoning marker is forced) and "
+                   "let the model answer; the footer says when it cut (thinking_token_budget).")
     @argument_group("Session")
     @argument("--session", default=None, metavar="NAME",
               help=f"The conversation to continue (default: '{DEFAULT_SESSION}'); created on first use.")
@@ -220,6 +223,8 @@ class MlxMagics(Magics):
         body = {"messages": session.messages_for(text, system=args.system), **body_fields(args)}
         if args.think is not None:
             body["chat_template_kwargs"] = {"enable_thinking": args.think}
+        if args.think_budget is not None:
+            body["thinking_token_budget"] = args.think_budget
         if tools:
             body["tools"] = [t.schema() for t in tools]
         turn = Turn(model=reports.model_name(engine), session=session.name, request=body,

@@ -61,6 +61,9 @@ class Round:
     finish_reason: str | None = None
     request_id: str | None = None
     """The engine's id for this call (``engine.trace(request_id)`` replays its parse)."""
+    reasoning_tokens: int | None = None
+    """Tokens the model spent reasoning in this call, as the engine counted them; only a
+    request with a think budget (``thinking_token_budget``) counts them."""
     recorded: Any = field(default=None, repr=False, compare=False)
     """What the model produced and the stream filter made of it (a ``testing.RecordedReply``:
     token ids, deltas, family), kept for ``Turn.to_fixture``; None for a completion."""
@@ -238,6 +241,18 @@ class Turn:
             out.extend(round_.messages())
         return out
 
+    @property
+    def think_budget(self) -> dict | None:
+        """``{"budget", "reasoning_tokens", "cut"}`` when the turn asked for a think budget
+        (``%%chat --think-budget N``): the tokens each model call reasoned, and whether the
+        budget ended any call's reasoning; None without a budget."""
+        budget = (self.request or {}).get("thinking_token_budget")
+        if budget is None:
+            return None
+        used = [r.reasoning_tokens for r in self.rounds]
+        return {"budget": budget, "reasoning_tokens": used,
+                "cut": any(n is not None and n >= budget for n in used)}
+
     def to_fixture(self, path: Any, *, note: str = "") -> Any:
         """Write this turn's replies as a parser regression test (JSON); returns the path.
 
@@ -387,6 +402,7 @@ def _token_logprobs(turn: Turn, event: Any) -> object:
 def _usage(turn: Turn, event: Any) -> None:
     turn._current_round().usage = Usage(event.prompt_tokens, event.cached_tokens, event.completion_tokens,
                          event.accepted_draft_tokens)
+    turn._current_round().reasoning_tokens = event.reasoning_tokens
     timings = turn.timings
     if timings.time_to_first_token is None:
         timings.time_to_first_token = event.time_to_first_token

@@ -103,8 +103,9 @@ def think_budget_for(tokenizer: Any, request, prompt) -> ThinkBudget | None:
     return ThinkBudget(budget, *ids, prompt_starts_in_reasoning(family, prompt.text))
 
 
-def reasoning_token_count(token_ids: Sequence[int], budget: ThinkBudget) -> int:
-    """Generated tokens inside reasoning (markers excluded), by the processor's own rule."""
+def reasoning_token_count(token_ids: Sequence[int], budget: ThinkBudget) -> int | None:
+    """Generated tokens inside reasoning (markers excluded), by the processor's own rule;
+    None when the reply never reasoned (a template that disabled thinking)."""
     count, open_ = 0, budget.open_at_start
     for token in token_ids:
         if open_:
@@ -113,4 +114,4 @@ def reasoning_token_count(token_ids: Sequence[int], budget: ThinkBudget) -> int:
             count += 1
         elif token == budget.start:
             open_ = True
-    return count
+    return count if open_ else None

@@ -33,6 +33,13 @@ def footer_items(record: dict, *, timings: bool = True, finished: bool = True) -
     if prompt:
         items.append(("cached", f"{cached} ({fixed(100 * cached / prompt, 0)}%)"))
     items.append(("completion", plural(usage["completion_tokens"], "token")))
+    budget = record.get("think_budget")
+    if budget:
+        used = [n for n in budget.get("reasoning_tokens") or () if n is not None]
+        if budget.get("cut"):
+            items.append(("think budget", f"cut reasoning at {plural(budget['budget'], 'token')}"))
+        elif used:
+            items.append(("think budget", f"{max(used)} of {plural(budget['budget'], 'token')}"))
     if usage.get("accepted_draft_tokens") is not None:
         items.append(("drafted", f"{usage['accepted_draft_tokens']} accepted"))
     if timings:

@@ -124,4 +124,6 @@ def turn_record(
         "tools_offered": [str(name) for name in turn.tools_offered if name],
         "tools_unsupported": bool(turn.tools_unsupported),
         "model_dtype": str(turn.model_dtype) if turn.model_dtype else None,
+        # Only a turn with a think budget has it: older records and readers never see it.
+        **({"think_budget": turn.think_budget} if turn.think_budget is not None else {}),
     }

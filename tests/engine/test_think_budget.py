@@ -41,6 +41,12 @@ def test_a_budget_the_reasoning_stays_under_changes_nothing(tiny_engine, script_
 
 
 @pytest.mark.model
+def test_a_reply_that_never_reasons_reports_no_reasoning_tokens(tiny_engine, script_body, scripts):
+    trace, usage = _reply(tiny_engine, script_body("thinking_disabled", thinking_token_budget=0))
+    assert trace.text == scripts["thinking_disabled"]["reply"] and usage.reasoning_tokens is None
+
+
+@pytest.mark.model
 def test_concurrent_requests_each_keep_their_own_budget(tiny_engine, script_body, engine_thread_held):
     budgets = [2, 7, None]
     with engine_thread_held(tiny_engine):
