@@ -26,6 +26,7 @@ from .options import (
     CONFIG_ALIASES,
     body_fields,
     chunking_spec,
+    compare_side,
     config_fragment,
     config_keys,
     output_arguments,
@@ -203,6 +204,12 @@ class MlxMagics(Magics):
               help="Ask yes/no before running each tool call.")
     @argument("--max-rounds", type=int, default=None, metavar="N",
               help=f"Model calls a tool loop may make (default {DEFAULT_MAX_ROUNDS}).")
+    @argument_group("Compare")
+    @argument("--compare", nargs=2, type=compare_side, default=None, metavar=("A", "B"),
+              help="Send the message twice, with option sets A and B over the cell's flags "
+                   "(e.g. \"temperature=0\" \"temperature=1.2 seed=3\"): both replies stream side "
+                   "by side, decoded together, and the token where they diverge is marked. "
+                   "Neither joins the session; _.choose(0) or _.choose(1) adds one.")
     @sampling_arguments
     @output_arguments
     @no_var_expand
@@ -227,13 +234,24 @@ class MlxMagics(Magics):
             body["thinking_token_budget"] = args.think_budget
         if tools:
             body["tools"] = [t.schema() for t in tools]
-        turn = Turn(model=reports.model_name(engine), session=session.name, request=body,
-                    user_message=body["messages"][-1], options=set_options(args),
-                    tools_offered=[t.name for t in tools], model_dtype=_model_dtype(engine))
+
+        def make_turn(body: dict) -> Turn:
+            return Turn(model=reports.model_name(engine), session=session.name, request=body,
+                        user_message=body["messages"][-1], options=set_options(args),
+                        tools_offered=[t.name for t in tools], model_dtype=_model_dtype(engine))
+
         confirm = ask_before_running if args.confirm else None
+        max_rounds = args.max_rounds or DEFAULT_MAX_ROUNDS
+        if args.compare:
+            # Both sides ask for log-probabilities: the divergence is found on real tokens.
+            bodies = [{**body, **fields, "logprobs": True, "top_logprobs": args.tokens or 5}
+                      for _, fields in args.compare]
+            return self._compare(engine, [make_turn(b) for b in bodies], [label for label, _ in args.compare],
+                                 args, session, tools=tools, confirm=confirm, max_rounds=max_rounds)
+        turn = make_turn(body)
         try:
             self._run(engine, turn, args, "%%chat", kind="chat", tools=tools, confirm=confirm,
-                      max_rounds=args.max_rounds or DEFAULT_MAX_ROUNDS)
+                      max_rounds=max_rounds)
         except KeyboardInterrupt:
             session.add(turn, system=args.system)  # what the user saw stays in the conversation
             raise
@@ -339,10 +357,19 @@ class MlxMagics(Magics):
         display(reports.text(f"Unloaded {name}."))
 
     @magic_arguments(name="mlx cache")
+    @argument("--tree", action="store_true",
+              help="Draw the cached prompts as a tree, shared prefixes merged, with each "
+                   "entry's bytes, hits and age.")
     def _cache(self, line: str):
         """The prompt cache: entries, tokens, bytes, and the last lookups' hits and misses."""
-        _parse(self._cache, line, "%mlx cache")
-        display(reports.cache(self._engine("%mlx cache").cache_info()))
+        args = _parse(self._cache, line, "%mlx cache")
+        engine = self._engine("%mlx cache")
+        if args.tree:
+            from .cache_tree import tree_report
+
+            display(tree_report(engine.cache_info(), engine.tokenizer.decode))
+            return
+        display(reports.cache(engine.cache_info()))
 
     @magic_arguments(name="mlx render")
     @argument("session", nargs="?", default=None, help="The session (default: 'default').")
@@ -587,11 +614,76 @@ class MlxMagics(Magics):
         else:
             display(turn)
         if args.tokens:
-            from .widgets import TokenView
-
-            display(TokenView(turn.logprobs))
+            display(self._token_view(turn))
         if args.raw:
             display(reports.chunk_table(turn.chunks))
+
+    def _compare(self, engine: Any, sides: list[Turn], labels: list[str], args: Any, session: Any,
+                 **run_options: Any) -> Any:
+        from .compare import comparison_mimebundle, run_comparison
+
+        views, handle = None, None
+        if not args.no_stream and _in_kernel(self.shell):
+            try:
+                import ipywidgets
+
+                from .widgets import ChatView
+            except ImportError:
+                pass
+            else:
+                views = [ChatView(f"{turn.model} · {label}", turn.session, model_dtype=turn.model_dtype,
+                                  turn=turn) for turn, label in zip(sides, labels)]
+                row = ipywidgets.HBox(views, layout=ipywidgets.Layout(align_items="flex-start"))
+                for view in views:
+                    view.layout = ipywidgets.Layout(flex="1 1 0", min_width="0")
+                handle = display(row, display_id=True)
+        try:
+            with as_usage_errors("%%chat"):
+                comparison = run_comparison(engine, sides, labels, views, session=session, **run_options)
+        finally:
+            if handle is not None:  # the live row gives way to the static comparison
+                from .compare import Comparison, first_divergence
+
+                shown = Comparison(sides, labels, first_divergence(sides[0].logprobs, sides[1].logprobs))
+                data, metadata = comparison_mimebundle(shown)
+                handle.update(data, metadata=metadata, raw=True)
+                row.close()
+                for view in views:
+                    view.close()
+        for turn in sides:
+            if turn.exception is not None:
+                self.shell.displayhook.update_user_ns(comparison)
+                raise usage_error("%%chat", turn.exception)
+        if handle is not None:  # shown already: Out[n] stays empty
+            self.shell.displayhook.update_user_ns(comparison)
+            return None
+        return comparison
+
+    def run_branch(self, turn: Turn, at: int, token: Any, *, max_tokens: int | None = None) -> Turn:
+        """``turn.branch(...)`` in a notebook: the branch streams into its own card, under a
+        line that links it to the turn it came from."""
+        from IPython.display import HTML
+
+        from .branch import branch_note_html, prepare_branch
+
+        engine = self._engine("turn.branch")
+        branch = prepare_branch(engine, turn, at, token, max_tokens=max_tokens)
+        display(HTML(branch_note_html(branch.branched_from)))
+        view = self._view(branch)
+        with as_usage_errors("turn.branch"):
+            run_turn(engine, branch, view, kind="completion")
+        view.finish(branch)
+        if branch.exception is not None:
+            raise usage_error("turn.branch", branch.exception)
+        return self._shown_live(branch, live_terminal=not _in_kernel(self.shell))
+
+    def _token_view(self, turn: Turn) -> Any:
+        """The token view; in a notebook, clicking an alternative branches the reply there."""
+        from .widgets import BranchingTokenView, TokenView
+
+        if _in_kernel(self.shell) and "messages" in turn.request and turn.logprobs:
+            return BranchingTokenView(turn.logprobs, lambda at, token: self.run_branch(turn, at, token))
+        return TokenView(turn.logprobs)
 
     def _view(self, turn: Turn) -> Any:
         if _in_kernel(self.shell):
@@ -610,7 +702,11 @@ class MlxMagics(Magics):
             raise usage_error(magic, turn.exception)
         # A turn stopped with the Stop button is the user's choice, not a failure: the cell
         # ends normally and the partial reply stays in the session (``_.drop()`` removes it).
-        live_terminal = not args.no_stream and not _in_kernel(self.shell)
+        return self._shown_live(turn, live_terminal=not args.no_stream and not _in_kernel(self.shell))
+
+    def _shown_live(self, turn: Turn, *, live_terminal: bool) -> Turn:
+        """The cell showed ``turn`` as it streamed: its ``Out[n]`` shows nothing more in a
+        notebook, the summary line in a terminal."""
         turn._display_instead = {"text/plain": f"[{turn.summary()}]"} if live_terminal else {}
 
         def shown(*_: Any) -> None:

@@ -29,7 +29,7 @@ def _visible(token: str) -> str:
 _MARK = ";outline:2px solid #cf222e"
 
 
-def _token_span(item: dict, marked: bool = False) -> str:
+def _token_span(item: dict, at: int, marked: bool = False) -> str:
     token, logprob = item["token"], item["logprob"]
     probability = math.exp(logprob) if logprob is not None else 0.0
     rows = [f"<tr><td><b>{html.escape(repr(token))}</b></td><td><b>{probability:.1%}</b></td></tr>"]
@@ -38,12 +38,14 @@ def _token_span(item: dict, marked: bool = False) -> str:
         if top["token"] == token:
             continue
         p = math.exp(top["logprob"]) if top["logprob"] is not None else 0.0
-        rows.append(f"<tr><td>{html.escape(repr(top['token']))}</td><td>{p:.1%}</td></tr>")
+        # data-token: the alternative as text, for a front end that branches on a click.
+        rows.append(f'<tr class="mlxnb-alt" data-token="{html.escape(top["token"])}">'
+                    f"<td>{html.escape(repr(top['token']))}</td><td>{p:.1%}</td></tr>")
         title.append(f"{top['token']!r}: {p:.1%}")
     shown = html.escape(_visible(token), quote=False)
     newline = "<br>" if "\n" in token else ""
     return (
-        f'<span class="mlxnb-token{" mlxnb-diverge" if marked else ""}" data-p="{probability:.4f}" '
+        f'<span class="mlxnb-token{" mlxnb-diverge" if marked else ""}" data-at="{at}" data-p="{probability:.4f}" '
         f'title="{html.escape(chr(10).join(title))}" '
         f'style="background:{probability_colour(probability)}{_MARK if marked else ""}">{shown}'
         f'<span class="mlxnb-token-tip"><table>{"".join(rows)}</table></span></span>{newline}'
@@ -58,7 +60,7 @@ def token_view_html(logprobs: list[dict] | None, *, mark: int | None = None) -> 
     if not logprobs:
         return ('<div class="mlxnb-tokens mlxnb-tokens-empty">No token probabilities: run the '
                 "cell with <code>%%chat --tokens</code>.</div>")
-    spans = "".join(_token_span(item, i == mark) for i, item in enumerate(logprobs))
+    spans = "".join(_token_span(item, i, i == mark) for i, item in enumerate(logprobs))
     mean = sum(math.exp(item["logprob"]) for item in logprobs) / len(logprobs)
     return (
         f'<div class="mlxnb-tokens"><style>{turn_css()}</style>{spans}'

@@ -455,3 +455,29 @@ def test_compare_streams_two_cards_side_by_side_then_marks_where_they_part(noteb
     assert compare.locator(".mlxnb-diverge").count() == 1  # side A's 7th token; B has none there
     assert "They diverge at token 6" in compare.locator(".mlxnb-compare-divergence").inner_text()
     nb.screenshot("compare.png", 1)
+
+
+@pytest.mark.model
+def test_clicking_an_alternative_in_the_token_view_branches_the_reply_there(notebook_page, smollm2_path):
+    nb = notebook_page("branch.ipynb", [
+        f"%load_ext mlx_notebook\n%load_model {smollm2_path}",
+        "%%chat --temp 0 --max-tokens 10 --tokens 3\nWhat is the capital of France? Answer in one sentence.",
+    ])
+    nb.run_all()
+    nb.wait_idle(timeout=300)
+    cell = nb.cell(1)
+    token = cell.locator(".mlxnb-token[data-at='5']")  # ' Paris' in "The capital of France is Paris."
+    token.hover()
+    alternative = token.locator("tr.mlxnb-alt").first
+    chosen = alternative.get_attribute("data-token")
+    alternative.click()
+    note = cell.locator(".mlxnb-branch-note")
+    note.wait_for(timeout=120_000)
+    assert note.inner_text().startswith("Branch at token 5: The capital of France is")
+    assert chosen.strip() in note.inner_text() and "instead of ' Paris'" in note.inner_text()
+    cell.locator(".mlxnb-static").nth(1).wait_for(timeout=120_000)  # the branch streamed, then left its static card
+    card = cell.locator(".mlxnb-static").nth(1)
+    assert "cached" in card.locator(".mlxnb-footer").inner_text()
+    cached = card.locator(".mlxnb-footer [data-stat='cached'] b").inner_text()
+    assert not cached.startswith("0 ")  # the prompt cache served the prefix
+    nb.screenshot("branch.png", 1)
