@@ -5,7 +5,9 @@
   token view shows a probability on hover.
 - ``%%chat`` cells are highlighted as Markdown: an apostrophe does not colour the rest.
 - The engine panel (opened by ``%mlx panel``) lists a streaming request, its Stop ends it
-  within 2 s, the prompt-cache entry shows with its bytes, and "clear cache" empties it.
+  within 2 s, the prompt-cache entry shows with its bytes, "clear cache" empties it, and
+  after a kernel restart it says there is no engine until the model is loaded again.
+- Notebook 7 streams the live widget and then draws the turn with the extension.
 """
 
 from __future__ import annotations
@@ -185,3 +187,101 @@ def test_the_engine_panel_lists_stops_and_clears(notebook_page, smollm2_path):
     page.wait_for_function(
         "() => document.querySelector('.mlxnb-panel-cache')?.dataset.entries === '0'", timeout=10_000)
     assert cache.get_attribute("data-bytes") == "0"
+
+    # A kernel restart: the panel says there is no engine until the model is loaded again.
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.context.sessionContext.session.kernel.restart()")
+    panel.locator(".mlxnb-panel-no-engine").wait_for(timeout=60_000)
+    nb.page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.context.sessionContext.session.kernel.status === 'idle'",
+        timeout=60_000)
+    nb.run_cell(0)
+    nb.wait_idle(timeout=180, upto=0)
+    page.wait_for_function(
+        """() => document.querySelector('.mlxnb-panel tr[data-fact="name"] td')?.innerText
+               .startsWith('smollm2')""", timeout=30_000)
+
+
+@pytest.fixture(scope="module")
+def notebook7(lab):
+    """Notebook 7 (the `notebook` package) on the lab's root, kernels and extension copy."""
+    import secrets
+    import subprocess
+    import sys
+    import urllib.request
+
+    from conftest import _free_port
+
+    home = lab.root.parent
+    token, port = secrets.token_hex(16), _free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+           "JUPYTER_DATA_DIR": str(home / "data")}
+    env.pop("LD_PRELOAD", None)
+    log = home / "notebook7.log"
+    command = [
+        sys.executable, "-m", "notebook", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={lab.root}",
+        f"--JupyterNotebookApp.workspaces_dir={home / 'workspaces7'}",
+        f"--JupyterNotebookApp.user_settings_dir={home / 'settings'}",
+        "--JupyterNotebookApp.expose_app_in_browser=True",
+    ]
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    process = subprocess.Popen(command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
+                break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"Notebook 7 did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+    yield url, token
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.mark.model
+def test_notebook_7_streams_the_widget_then_renders_the_turn_natively(lab, browser, notebook7, tiny_reasoner_path):
+    url, token = notebook7
+    path = lab.notebook("notebook7.ipynb", [
+        f"%load_ext mlx_notebook\n%load_model {tiny_reasoner_path} --no-progress",
+        "%%chat\nWhat is 17 + 25?",
+    ])
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{url}/notebooks/{path}?token={token}")
+        page.wait_for_function(
+            """() => {
+                const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                const kernel = w && w.context && w.context.sessionContext.session?.kernel;
+                return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
+            }""", timeout=90_000)
+        cells = page.locator(".jp-Notebook .jp-Cell")
+        assert cells.nth(1).locator(".cm-mlxnb-magic").inner_text() == "%%chat"
+        # The live widget (anywidget) is seen while the turn streams, then the extension draws
+        # the finished turn in its place.
+        page.evaluate("""() => {
+            window.__sawWidget = false;
+            new MutationObserver(() => {
+                if (document.querySelector('.mlxnb-live')) window.__sawWidget = true;
+            }).observe(document.body, {subtree: true, childList: true});
+            window.jupyterapp.commands.execute('notebook:run-all-cells');
+        }""")
+        native = cells.nth(1).locator(".mlxnb-turn-native")
+        native.wait_for(timeout=180_000)
+        assert native.locator(".mlxnb-content").inner_text().strip() == "17 + 25 = 42."
+        assert page.evaluate("() => window.__sawWidget"), "the live widget never rendered in Notebook 7"
+    finally:
+        try:
+            page.evaluate("() => window.jupyterapp.shell.currentWidget?.context.sessionContext.shutdown()")
+        except Exception:
+            pass
+        context.close()
