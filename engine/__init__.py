@@ -44,6 +44,7 @@ _LAZY = {
     "Inspection": (".request._inspection", "Inspection"),
     "CacheInfo": (".request._prompt_cache", "CacheInfo"),
     "CacheLookup": (".request._prompt_cache", "CacheLookup"),
+    "CacheEntry": (".request._prompt_cache", "CacheEntry"),
     "chat_chunks": (".request._responses", "chat_chunks"),
     "completion_chunks": (".request._responses", "completion_chunks"),
     "Listener": (".serving", "Listener"),
@@ -57,7 +58,7 @@ _LAZY = {
 __all__ = [
     # the engine and its settings
     "Engine", "EngineConfig", "GenerationRequest", "RequestHandle", "Inspection",
-    "TOOLS_NOT_RENDERED", "ModelInfo", "CacheInfo", "CacheLookup",
+    "TOOLS_NOT_RENDERED", "ModelInfo", "CacheInfo", "CacheLookup", "CacheEntry",
     # errors
     "EngineError", "EngineRequestError", "EngineDeadError", "ModelStoreError",
     # the events a request's handle yields, and the OpenAI chunks built from them

@@ -13,13 +13,14 @@ Lookups and inserts run on the engine thread; ``describe`` (for ``Engine.inspect
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 from mlx_lm.models.cache import LRUPromptCache, can_trim_prompt_cache, trim_prompt_cache
 
-__all__ = ["CacheLookup", "CacheInfo", "PromptCache"]
+__all__ = ["CacheLookup", "CacheEntry", "CacheInfo", "PromptCache"]
 
 _MODEL_KEY = "model"  # one engine serves one model; the trie still wants a key
 _EVICTIONS_REMEMBERED = 32
@@ -41,6 +42,23 @@ class CacheLookup:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """One cached prompt prefix: the KV cache after ``tokens``."""
+
+    tokens: tuple[int, ...]
+    bytes: int
+    kind: str
+    """mlx-lm's cache type: ``system``, ``user`` (a snapshot at a segment boundary) or
+    ``assistant`` (a finished request's prompt and reply)."""
+    hits: int
+    """Lookups that reused (part of) this entry since it was filed."""
+    created: float
+    """When it was filed (``time.time()`` seconds)."""
+    last_used: float | None
+    """When a lookup last reused it; None if none has."""
+
+
+@dataclass(frozen=True, slots=True)
 class CacheInfo:
     entries: int
     tokens: int
@@ -49,6 +67,8 @@ class CacheInfo:
     budget_bytes: int
     lookups: tuple[CacheLookup, ...]
     """The most recent lookups, oldest first."""
+    prompts: tuple[CacheEntry, ...] = ()
+    """Every entry, in eviction order within each kind (``%mlx cache --tree`` draws them)."""
 
 
 def _common_prefix(a, b) -> int:
@@ -69,6 +89,9 @@ class PromptCache:
         self._evicted: deque[tuple[int, ...]] = deque(maxlen=_EVICTIONS_REMEMBERED)
         self._template_args: dict[tuple[int, ...], Any] = {}
         self._lookups: deque[CacheLookup] = deque(maxlen=_LOOKUPS_REMEMBERED)
+        self._use: dict[tuple[int, ...], list] = {}
+        """Per entry: [filed at, hits, last used at] (entries no longer kept are dropped in
+        ``info``)."""
 
     # -- lookups -----------------------------------------------------------------------
     def _explain(self, tokens, cached: int, template_args) -> tuple[str | None, int | None]:
@@ -148,6 +171,7 @@ class PromptCache:
         """
         tokens = list(tokens)
         with self._lock:
+            source = self._source(tokens)
             cache, rest = self._lru.fetch_nearest_cache(_MODEL_KEY, tokens)
             cached = len(tokens) - len(rest)
             if cache is not None and cached >= len(tokens):
@@ -161,6 +185,10 @@ class PromptCache:
             reason, at = self._explain(tokens, cached, template_args)
             lookup = CacheLookup(request_id, len(tokens), cached, reason, at)
             self._lookups.append(lookup)
+            if cached and source in self._use:
+                use = self._use[source]
+                use[1] += 1
+                use[2] = time.time()
         return cache, cached, lookup
 
     # -- inserts -----------------------------------------------------------------------
@@ -175,6 +203,7 @@ class PromptCache:
             after = set(self._keys())
             key = tuple(tokens)
             self._template_args[key] = template_args
+            self._use[key] = [time.time(), 0, None]
             # The new entry itself is evicted at once when it alone exceeds the budget.
             for gone in (before | {key}) - after:
                 self._template_args.pop(gone, None)
@@ -196,14 +225,33 @@ class PromptCache:
             self._lru.trim_to(n_sequences=0)
             self._template_args.clear()
 
+    def _source(self, tokens) -> tuple[int, ...] | None:
+        """The entry ``fetch_nearest_cache`` will copy for ``tokens`` (as ``_reusable``)."""
+        result = self._lru._trie.search(_MODEL_KEY, tokens)
+        if result.exact is not None:
+            return tuple(result.exact)
+        short = len(result.shorter) if result.shorter is not None else 0
+        if result.longer is not None and result.common_prefix > short:
+            return tuple(result.longer)
+        return tuple(result.shorter) if result.shorter is not None else None
+
     # -- reporting ---------------------------------------------------------------------
     def info(self) -> CacheInfo:
         with self._lock:
             keys = self._keys()
+            kept = set(keys)
+            for gone in set(self._use) - kept:
+                del self._use[gone]
+            prompts = []
+            for key in keys:
+                entry = self._lru._trie.get(_MODEL_KEY, list(key))
+                filed, hits, used = self._use.get(key, (0.0, 0, None))
+                prompts.append(CacheEntry(key, entry.nbytes, entry.cache_type, hits, filed, used))
             return CacheInfo(
                 entries=len(keys),
                 tokens=sum(len(k) for k in keys),
                 bytes=self._lru.nbytes,
                 budget_bytes=self.max_bytes,
                 lookups=tuple(self._lookups),
+                prompts=tuple(prompts),
             )
