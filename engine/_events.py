@@ -86,6 +86,8 @@ class TokenLogprobs:
     logprob: float
     top: tuple[tuple[str, float], ...] = field(default_factory=tuple)
     """(token text, logprob) pairs, most likely first."""
+    from_draft: bool | None = None
+    """With a draft model: True when the draft proposed this token and the model kept it."""
 
 
 @dataclass(frozen=True, slots=True)

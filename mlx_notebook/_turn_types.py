@@ -138,8 +138,11 @@ class TokenLogprob(_FieldMapping):
     logprob: float
     top_logprobs: tuple[TopLogprob, ...] = ()
     """Most likely first (``--tokens N`` asks for N)."""
+    from_draft: bool | None = None
+    """With a draft model: the draft proposed this token and the model kept it."""
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> "TokenLogprob":
         top = tuple(TopLogprob(str(t["token"]), float(t["logprob"])) for t in values.get("top_logprobs") or ())
-        return cls(values.get("token_id"), str(values.get("token", "")), float(values.get("logprob", 0.0)), top)
+        return cls(values.get("token_id"), str(values.get("token", "")), float(values.get("logprob", 0.0)), top,
+                   values.get("from_draft"))

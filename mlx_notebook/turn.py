@@ -395,7 +395,8 @@ def _token_logprobs(turn: Turn, event: Any) -> object:
     if turn.logprobs is None:
         turn.logprobs = []
     top = tuple(TopLogprob(token, logprob) for token, logprob in event.top)
-    turn.logprobs.append(TokenLogprob(event.token_id, event.token, event.logprob, top))
+    turn.logprobs.append(TokenLogprob(event.token_id, event.token, event.logprob, top,
+                                      getattr(event, "from_draft", None)))
     return _TOTALS_KEPT
 
 

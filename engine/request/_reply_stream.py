@@ -97,13 +97,16 @@ class ReplyStream:
         self.cached_tokens = cached_tokens
         self.out.put(Started(self.request_id, self.prompt_tokens, cached_tokens))
 
-    def on_token(self, token: int, logprobs, finish_reason: str | None) -> bool:
-        """Handle one generated token; True when a stop string ended the reply early."""
+    def on_token(self, token: int, logprobs, finish_reason: str | None, *,
+                 from_draft: bool | None = None) -> bool:
+        """Handle one generated token; True when a stop string ended the reply early.
+
+        ``from_draft``: with a draft model, whether the draft proposed the token."""
         self.completion_tokens += 1
         if self.completion_tokens == 1:
             self.t_first = time.perf_counter()
         if self.request.logprobs:
-            self._logprobs(token, logprobs)
+            self._logprobs(token, logprobs, from_draft)
         detok = self.detok
         if finish_reason == "stop":
             # The stop token itself is not shown (as mlx_lm.server), nor a stop string's head.
@@ -196,7 +199,7 @@ class ReplyStream:
             else:
                 put(ParseProblem(e.text, getattr(e, "message", "") or "unparsed markup"))
 
-    def _logprobs(self, token: int, logprobs) -> None:
+    def _logprobs(self, token: int, logprobs, from_draft: bool | None = None) -> None:
         decode = self.tokenizer.decode
         top = ()
         k = self.request.top_logprobs
@@ -206,4 +209,5 @@ class ReplyStream:
             ids = idx.tolist()
             pairs = sorted(zip(ids, vals), key=lambda p: -p[1])
             top = tuple((decode([i]), _finite(v)) for i, v in pairs)
-        self.out.put(TokenLogprobs(token, decode([token]), _finite(logprobs[token].item()), top))
+        self.out.put(TokenLogprobs(token, decode([token]), _finite(logprobs[token].item()), top,
+                                   from_draft))

@@ -298,7 +298,8 @@ class Scheduler:
                     self._move_single_to_batch()
                     return
                 else:
-                    if a.reply.on_token(token, logprobs, reason) and reason is None:
+                    if a.reply.on_token(token, logprobs, reason,
+                                        from_draft=single.last_from_draft) and reason is None:
                         reason = "stop"
             if reason is None:
                 return

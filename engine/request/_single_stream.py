@@ -54,6 +54,8 @@ class SingleStream:
         self._model_layers = len(model.layers)
         self._speculative = draft_model is not None
         self.accepted_draft_tokens = 0 if self._speculative else None
+        self.last_from_draft: bool | None = None
+        """Whether the token ``step`` returned last came from the draft (None without one)."""
         """Generated tokens the draft proposed and the model kept; None without a draft."""
         self._draft_model = draft_model
         self._stream = stream
@@ -99,6 +101,7 @@ class SingleStream:
             raise Cancelled
         if self._speculative:
             self.accepted_draft_tokens += from_draft
+            self.last_from_draft = bool(from_draft)
         self.tokens.append(token)
         self.generated += 1
         finish = None

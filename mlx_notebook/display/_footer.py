@@ -41,7 +41,9 @@ def footer_items(record: dict, *, timings: bool = True, finished: bool = True) -
         elif used:
             items.append(("think budget", f"{max(used)} of {plural(budget['budget'], 'token')}"))
     if usage.get("accepted_draft_tokens") is not None:
-        items.append(("drafted", f"{usage['accepted_draft_tokens']} accepted"))
+        accepted, completion = usage["accepted_draft_tokens"], usage["completion_tokens"]
+        rate = f" ({fixed(100 * accepted / completion, 0)}%)" if completion else ""
+        items.append(("drafted", f"{accepted} accepted{rate}"))
     if timings:
         ttft = times.get("time_to_first_token")
         prefill = times.get("prefill_tokens_per_second")

@@ -44,10 +44,14 @@ def _token_span(item: dict, at: int, marked: bool = False) -> str:
         title.append(f"{top['token']!r}: {p:.1%}")
     shown = html.escape(_visible(token), quote=False)
     newline = "<br>" if "\n" in token else ""
+    classes = "mlxnb-token" + (" mlxnb-diverge" if marked else "") + (" mlxnb-drafted" if item.get("from_draft") else "")
+    drafted = ";text-decoration:underline dotted #0969da 2px" if item.get("from_draft") else ""
+    if item.get("from_draft"):
+        title.append("proposed by the draft model, kept by the model")
     return (
-        f'<span class="mlxnb-token{" mlxnb-diverge" if marked else ""}" data-at="{at}" data-p="{probability:.4f}" '
+        f'<span class="{classes}" data-at="{at}" data-p="{probability:.4f}" '
         f'title="{html.escape(chr(10).join(title))}" '
-        f'style="background:{probability_colour(probability)}{_MARK if marked else ""}">{shown}'
+        f'style="background:{probability_colour(probability)}{_MARK if marked else ""}{drafted}">{shown}'
         f'<span class="mlxnb-token-tip"><table>{"".join(rows)}</table></span></span>{newline}'
     )
 
@@ -62,8 +66,11 @@ def token_view_html(logprobs: list[dict] | None, *, mark: int | None = None) -> 
                 "cell with <code>%%chat --tokens</code>.</div>")
     spans = "".join(_token_span(item, i, i == mark) for i, item in enumerate(logprobs))
     mean = sum(math.exp(item["logprob"]) for item in logprobs) / len(logprobs)
+    drafted = sum(bool(item.get("from_draft")) for item in logprobs)
+    drafts = (f" · <b>{drafted}</b> from the draft model (underlined, {drafted / len(logprobs):.0%})"
+              if any(item.get("from_draft") is not None for item in logprobs) else "")
     return (
         f'<div class="mlxnb-tokens"><style>{turn_css()}</style>{spans}'
         f'<div class="mlxnb-footer">{plural(len(logprobs), "token")} · mean probability '
-        f"<b>{mean:.1%}</b> · hover a token for the alternatives</div></div>"
+        f"<b>{mean:.1%}</b>{drafts} · hover a token for the alternatives</div></div>"
     )

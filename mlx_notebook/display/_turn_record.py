@@ -61,12 +61,15 @@ def _tool_call(call: ToolCallRecord) -> dict:
 
 
 def _logprob(item: TokenLogprob) -> dict:
-    return {
+    record = {
         "token": item.token,
         "logprob": json_safe(float(item.logprob)),
         "top_logprobs": [{"token": top.token, "logprob": json_safe(float(top.logprob))}
                          for top in item.top_logprobs],
     }
+    if item.from_draft is not None:  # only with a draft model: older records stay as they were
+        record["from_draft"] = bool(item.from_draft)
+    return record
 
 
 def finish_reason_name(reason: str | None) -> str | None:

@@ -14,7 +14,7 @@ import threading
 import mlx.core as mx
 import pytest
 
-from mlx_notebook.engine import ContentDelta, Engine, EngineError, Finished, Usage
+from mlx_notebook.engine import ContentDelta, Engine, EngineError, Finished, TokenLogprobs, Usage
 
 pytestmark = pytest.mark.model
 
@@ -78,6 +78,16 @@ def test_accepted_drafts_show_in_usage_and_events(drafting_engine, script_body):
     none = drafting_engine.chat_completions(script_body("long_story", num_draft_tokens=0))
     assert none["usage"]["completion_tokens_details"]["accepted_prediction_tokens"] == 0
     assert none["choices"][0]["message"]["content"] == text
+
+
+def test_each_token_says_whether_the_draft_proposed_it(drafting_engine, tiny_engine, script_body):
+    body = script_body("long_story", num_draft_tokens=3, logprobs=True)
+    events = list(drafting_engine.submit(body).events())
+    usage = next(e for e in events if isinstance(e, Usage))
+    flags = [e.from_draft for e in events if isinstance(e, TokenLogprobs)]
+    assert len(flags) == usage.completion_tokens and sum(flags) == usage.accepted_draft_tokens > 0
+    plain = [e.from_draft for e in tiny_engine.submit(body).events() if isinstance(e, TokenLogprobs)]
+    assert set(plain) == {None}  # no draft model: nothing to say
 
 
 @pytest.mark.parametrize("num_draft_tokens", [3, 0])

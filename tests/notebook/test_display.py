@@ -133,7 +133,7 @@ def test_footer_counts_accepted_drafts_when_a_draft_model_made_the_turn():
     bundle = turn_mimebundle(drafted)[0]
     jsonschema.validate(bundle[TURN_MIME_TYPE], SCHEMA)
     assert bundle[TURN_MIME_TYPE]["usage"]["accepted_draft_tokens"] == 18
-    assert "drafted <b>18 accepted</b>" in bundle["text/html"]
+    assert "drafted <b>18 accepted (72%)</b>" in bundle["text/html"]
 
 
 def test_plain_text_and_markdown_do_not_change_with_timings():
@@ -343,3 +343,12 @@ def test_one_token_is_singular_everywhere_in_a_turn():
     assert data["text/plain"].endswith("[stop, 1 prompt token (0 cached), 1 completion token]")
     assert "1 token · mean probability" in token_view_html(
         [{"token": "a", "logprob": -0.1, "top_logprobs": []}])
+
+
+def test_the_token_view_underlines_what_the_draft_model_proposed():
+    logprobs = [{"token": t, "logprob": -0.1, "top_logprobs": [], "from_draft": d}
+                for t, d in (("It", False), (" is", True), (" sunny", True), (".", False))]
+    html = token_view_html(logprobs)
+    assert html.count("mlxnb-token mlxnb-drafted") == 2
+    assert "<b>2</b> from the draft model (underlined, 50%)" in html
+    assert "from the draft model" not in token_view_html([{**item, "from_draft": None} for item in logprobs])
