@@ -344,7 +344,9 @@ class MlxMagics(Magics):
         if not _in_kernel(self.shell):
             raise UsageError("%mlx panel: the engine panel is part of JupyterLab; use %mlx status here.")
         self.panel.open_in_front_end()
-        display(reports.text("Opened the engine panel (also in the command palette: \"MLX: Open engine panel\")."))
+        # Only JupyterLab and Notebook 7 with the extension answer; other front ends ignore it.
+        display(reports.text("Asked JupyterLab to open the engine panel (also in the command palette: "
+                             "\"MLX: Open engine panel\")."))
 
     @magic_arguments(name="mlx unload")
     def _unload(self, line: str):
