@@ -20,3 +20,12 @@ def test_no_test_depends_on_a_fixed_path_outside_the_repo():
         if _FIXED_PATH.search(line)
     ]
     assert offenders == []
+
+
+def test_test_modules_have_unique_names():
+    # The test folders are not packages: pytest imports each module by its basename, so two
+    # test_x.py in different folders stop the whole collection ("import file mismatch").
+    names: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
