@@ -80,3 +80,12 @@ def test_admission_names_a_bad_budget(value, message):
         admit({"messages": [{"role": "user", "content": "x"}], "thinking_token_budget": value},
               kind="chat", config=EngineConfig())
     assert caught.value.param == "thinking_token_budget"
+
+
+@pytest.mark.model
+def test_the_speculative_path_cuts_at_the_same_token(tiny_engine, drafting_tiny_engine, script_body):
+    body = script_body("reason_then_answer", thinking_token_budget=3)
+    drafted, usage = _reply(drafting_tiny_engine, body)
+    alone, _ = _reply(tiny_engine, body)
+    assert drafted.token_ids == alone.token_ids and usage.reasoning_tokens == 3
+    assert usage.accepted_draft_tokens > 0
