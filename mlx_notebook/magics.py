@@ -369,7 +369,8 @@ class MlxMagics(Magics):
         if args.tree:
             from .cache_tree import tree_report
 
-            display(tree_report(engine.cache_info(), engine.tokenizer.decode))
+            with as_usage_errors("%mlx cache"):  # a remote model's tokenizer is out of reach
+                display(tree_report(engine.cache_info(), engine.tokenizer.decode))
             return
         display(reports.cache(engine.cache_info()))
 
