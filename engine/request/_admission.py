@@ -207,7 +207,7 @@ def _number(body, name, default, *, integer=False, lo=None, hi=None, allow=(), w
     if isinstance(value, float) and not math.isfinite(value):
         _fail(f"'{name}' must be a finite number, got {value}.", name)
     if lo is not None and value < lo:
-        _fail(f"'{name}' must be at least {lo}{why}, got {_shown(value)}.", name)
+        _fail(f"'{name}' must be at least {lo}, got {_shown(value)}.", name)
     if hi is not None and value > hi:
         _fail(f"'{name}' must be at most {hi}{why}, got {_shown(value)}.", name)
     return value if integer else float(value)

@@ -274,7 +274,7 @@ def test_flags_reach_the_body_under_their_server_names(smollm2_shell, capsys):
     fails_with(smollm2_shell, "%%chat --session flags --max-tokens 0\nHi",
                "%%chat: --max-tokens must be at least 1, got 0.", capsys)
     fails_with(smollm2_shell, "%%chat --session flags --tokens 30\nHi",
-               "%%chat: --tokens must be at most 11, got 30.", capsys)
+               "%%chat: --tokens must be at most 20, got 30.", capsys)
 
 
 @pytest.mark.model
