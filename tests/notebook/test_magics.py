@@ -79,11 +79,11 @@ def answer(reply: str) -> str:
         ("%mlx frobnicate", "%mlx: unknown subcommand 'frobnicate'; use one of status, serve, unload, "
                             "cache, render, trace, sessions, history, reset, config, tools, panel, help."),
         ("%mlx config temperature", "%mlx config: 'temperature' is not KEY=VALUE; e.g. temperature=0.7."),
-        ("%mlx config tempurature=1", "%mlx config: unknown key 'tempurature'; use one of confirm, "
-                                      "frequency_penalty, logit_bias, max_rounds, max_tokens, min_p, "
-                                      "no_interpolate, no_stream, presence_penalty, raw, "
+        ("%mlx config tempurature=1", "%mlx config: unknown key 'tempurature'; use one of compare, "
+                                      "confirm, frequency_penalty, logit_bias, max_rounds, max_tokens, "
+                                      "min_p, no_interpolate, no_stream, presence_penalty, raw, "
                                       "repetition_penalty, seed, session, show_request, stop, system, "
-                                      "temperature, think, tokens, tools, top_k, top_p."),
+                                      "temperature, think, think_budget, tokens, tools, top_k, top_p."),
         ("%mlx config top_k=many", "%mlx config top_k: argument --top-k: invalid int value: 'many'; "
                                    "see %mlx config top_k? for the options."),
         ("%mlx trace", "%mlx trace: give text, a turn, or --fixture PATH (one of them)."),
