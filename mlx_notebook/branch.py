@@ -16,7 +16,7 @@ from typing import Any
 from .runner import run_turn
 from .turn import Turn
 
-__all__ = ["branch_turn", "prepare_branch", "branch_body", "branch_note_html"]
+__all__ = ["branch_turn", "prepare_branch", "branch_body", "branch_note", "branch_note_html"]
 
 # Sampling fields a branch keeps from the turn it branches from.
 _KEPT = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
@@ -63,6 +63,15 @@ def branch_body(engine: Any, turn: Turn, at: int, token: str | int,
              "forced": engine.tokenizer.decode([forced]), "forced_id": forced,
              "prefix": "".join(t["token"] for t in turn.logprobs[:at])}
     return body, point
+
+
+def branch_note(point: dict) -> dict:
+    """The line that links a branch's card to the turn it came from, as a mimebundle."""
+    tail = point["prefix"][-60:]
+    elided = "…" if len(point["prefix"]) > 60 else ""
+    plain = (f"Branch at token {point['at']}: {elided}{tail}[{point['forced']}] instead of "
+             f"{point['replaced']!r}")
+    return {"text/html": branch_note_html(point), "text/plain": plain}
 
 
 def branch_note_html(point: dict) -> str:

@@ -13,11 +13,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .display import token_view_html, turn_css, turn_mimebundle
+from .display import TURN_MIME_TYPE, token_view_html, turn_css, turn_mimebundle
 from .runner import run_turn
 from .turn import Turn
 
-__all__ = ["Comparison", "run_comparison", "first_divergence"]
+__all__ = ["Comparison", "run_comparison", "first_divergence", "comparison_mimebundle",
+           "COMPARE_MIME_TYPE"]
+
+COMPARE_MIME_TYPE = "application/vnd.mlx-notebook.compare+json"
+"""A comparison's record: its labels, where the replies part, and both turns' records."""
 
 
 def first_divergence(a: list[Any] | None, b: list[Any] | None) -> int | None:
@@ -69,9 +73,10 @@ def _divergence_line(comparison: Comparison) -> str:
 def comparison_mimebundle(comparison: Comparison) -> tuple[dict, dict]:
     """Both finished cards side by side, each made by the one turn renderer, with the token
     where they part outlined in each side's token view."""
-    panes, texts = [], []
+    panes, texts, records = [], [], []
     for label, turn in zip(comparison.labels, comparison.sides):
         data, _ = turn_mimebundle(turn)
+        records.append(data[TURN_MIME_TYPE])
         panes.append(
             '<div class="mlxnb-compare-side" style="flex:1;min-width:0">'
             f'<div class="mlxnb-compare-label" style="font-size:12px;color:#57606a">{html.escape(label)}</div>'
@@ -82,7 +87,9 @@ def comparison_mimebundle(comparison: Comparison) -> tuple[dict, dict]:
             f'<div class="mlxnb-compare-divergence" style="font-size:12px;margin-bottom:4px">'
             f"{html.escape(line)}</div>"
             f'<div style="display:flex;gap:12px;align-items:flex-start">{"".join(panes)}</div></div>')
-    data = {"text/html": body, "text/plain": "\n".join([line, *texts])}
+    record = {"version": 1, "labels": list(comparison.labels), "diverges_at": comparison.diverges_at,
+              "sides": records}
+    data = {COMPARE_MIME_TYPE: record, "text/html": body, "text/plain": "\n".join([line, *texts])}
     metadata = {"mlx_notebook": {"compare": comparison.labels, "diverges_at": comparison.diverges_at}}
     return data, metadata
 

@@ -665,13 +665,11 @@ class MlxMagics(Magics):
     def run_branch(self, turn: Turn, at: int, token: Any, *, max_tokens: int | None = None) -> Turn:
         """``turn.branch(...)`` in a notebook: the branch streams into its own card, under a
         line that links it to the turn it came from."""
-        from IPython.display import HTML
-
-        from .branch import branch_note_html, prepare_branch
+        from .branch import branch_note, prepare_branch
 
         engine = self._engine("turn.branch")
         branch = prepare_branch(engine, turn, at, token, max_tokens=max_tokens)
-        display(HTML(branch_note_html(branch.branched_from)))
+        display(branch_note(branch.branched_from), raw=True)
         view = self._view(branch)
         with as_usage_errors("turn.branch"):
             run_turn(engine, branch, view, kind="completion")

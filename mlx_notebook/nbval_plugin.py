@@ -3,7 +3,8 @@
 Installed with mlx-notebook and registered through the ``pytest11`` entry point, so
 ``pip install mlx-notebook nbval`` then ``pytest --nbval my.ipynb`` needs no flag. It does
 nothing unless nbval is installed and ``--nbval``/``--nbval-lax`` is given, and it only
-touches outputs that carry our turn record (``application/vnd.mlx-notebook.turn+json``):
+touches outputs that carry one of our records (a turn, ``application/vnd.mlx-notebook.turn+json``,
+or a ``%%chat --compare`` comparison, ``application/vnd.mlx-notebook.compare+json``):
 
 - A ``%%chat`` cell first shows a live widget, then replaces it with the finished turn
   through its display id (``update_display_data``), as JupyterLab and nbclient apply it.
@@ -24,11 +25,14 @@ import json
 import math
 from typing import Any
 
-__all__ = ["LOGPROB_TOLERANCE", "TURN_MIME_TYPE", "comparable_record", "records_match"]
+__all__ = ["LOGPROB_TOLERANCE", "TURN_MIME_TYPE", "COMPARE_MIME_TYPE", "comparable_record",
+           "records_match"]
 
 # Our display package imports widgets and the engine; the plugin loads in every pytest run
 # of the environment, so the MIME type is repeated here (a test checks they agree).
 TURN_MIME_TYPE = "application/vnd.mlx-notebook.turn+json"
+COMPARE_MIME_TYPE = "application/vnd.mlx-notebook.compare+json"
+_RECORD_MIME_TYPES = (TURN_MIME_TYPE, COMPARE_MIME_TYPE)
 LOGPROB_TOLERANCE = 2e-3
 # Fields that change from run to run of the same notebook on the same machine.
 _VOLATILE_KEYS = frozenset({"timings", "seconds", "id", "tool_call_ids", "created", "system_fingerprint",
@@ -58,8 +62,13 @@ def records_match(test: Any, ref: Any, tolerance: float = LOGPROB_TOLERANCE) -> 
     return test == ref
 
 
+def _record_type(data: Any) -> str | None:
+    """Which of our records ``data`` (an output's MIME bundle) carries, if any."""
+    return next((mime for mime in _RECORD_MIME_TYPES if mime in (data or {})), None)
+
+
 def _is_turn(output: dict) -> bool:
-    return TURN_MIME_TYPE in (output.get("data") or {})
+    return _record_type(output.get("data")) is not None
 
 
 def _record_text(record: Any) -> str:
@@ -73,20 +82,21 @@ def _comparable_outputs(test: list, ref: list) -> tuple[list, list]:
     saved text (nbval compares strings); otherwise each keeps its own, so nbval's diff shows
     where they differ.
     """
-    saved = [comparable_record(out["data"][TURN_MIME_TYPE]) for out in ref if _is_turn(out)]
+    saved = [comparable_record(out["data"][_record_type(out["data"])]) for out in ref if _is_turn(out)]
     turns_seen = 0
 
     def reduce(out: dict, is_test: bool) -> dict:
         nonlocal turns_seen
         if not _is_turn(out):
             return out
-        record = comparable_record(out["data"][TURN_MIME_TYPE])
+        mime = _record_type(out["data"])
+        record = comparable_record(out["data"][mime])
         if is_test:
             if turns_seen < len(saved) and records_match(record, saved[turns_seen]):
                 record = saved[turns_seen]
             turns_seen += 1
         reduced = out.copy()  # a NotebookNode: nbval reads attributes
-        reduced["data"] = type(out["data"])({TURN_MIME_TYPE: _record_text(record)})
+        reduced["data"] = type(out["data"])({mime: _record_text(record)})
         return reduced
 
     return [reduce(out, True) for out in test], [reduce(out, False) for out in ref]
@@ -113,7 +123,7 @@ def _patch_nbval() -> None:
         if kind in ("display_data", "execute_result") and display_id:
             # Remember what this id showed, to find its output when an update comes.
             shown.setdefault(display_id, []).append(msg["content"]["data"])
-        elif kind == "update_display_data" and TURN_MIME_TYPE in msg["content"].get("data", {}):
+        elif kind == "update_display_data" and _record_type(msg["content"].get("data")):
             cell = self.__dict__.get("_mlx_notebook_cell")
             outputs = getattr(cell, "test_outputs", None) or []
             new = msg["content"]

@@ -58,10 +58,10 @@ class BranchingTokenView(ipywidgets.VBox):
         self.strip.on_msg(self._on_front_end_message)
 
     def _on_front_end_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        from IPython.display import HTML, display
+        from IPython.display import display
 
+        from ..branch import branch_note
         from ..display import turn_mimebundle
-        from ..branch import branch_note_html
 
         if not (isinstance(content, dict) and content.get("kind") == "branch"):
             return
@@ -78,7 +78,7 @@ class BranchingTokenView(ipywidgets.VBox):
                 print(f"Could not branch here: {exc}")
                 return
             out.clear_output()
-            display(HTML(branch_note_html(branch.branched_from)))
+            display(branch_note(branch.branched_from), raw=True)
             data, metadata = turn_mimebundle(branch)
             display(data, metadata=metadata, raw=True)
 

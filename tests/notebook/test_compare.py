@@ -74,6 +74,8 @@ def test_both_sides_equal_their_solo_replies_and_the_divergence_is_the_first_dif
     assert session.turns == []
     assert comparison.choose(1) is b and session.turns == [b]
     data, _ = comparison_mimebundle(comparison)
+    record = data["application/vnd.mlx-notebook.compare+json"]
+    assert record["diverges_at"] == 2 and [s["content"] for s in record["sides"]] == [a.content, b.content]
     assert data["text/plain"].startswith("They diverge at token 2: ")
     assert data["text/html"].count("mlxnb-token mlxnb-diverge") == 2  # marked in both panes
     assert data["text/html"].count('class="mlxnb-turn mlxnb-static"') == 2
@@ -84,3 +86,9 @@ def test_a_bad_option_set_is_one_line(smollm2_shell, capsys):
     result = smollm2_shell.run_cell(f'%%chat --compare "temperature=0" "warmth=3"\n{PARIS}')
     assert isinstance(result.error_in_exec, UsageError)
     assert "'warmth=3' is not an option setting" in str(result.error_in_exec)
+
+
+def test_the_nbval_plugin_knows_the_comparison_record():
+    from mlx_notebook import compare, nbval_plugin
+
+    assert nbval_plugin.COMPARE_MIME_TYPE == compare.COMPARE_MIME_TYPE
