@@ -3,7 +3,7 @@
 A completion handler admits the body through ``Engine.submit`` and builds its replies with
 the engine's own chunk builders (``request/_responses``), on a pump thread per request: the
 engine's event stream blocks, and the IO loop must never wait on it. The pump hands each
-chunk to the loop through an asyncio queue; the handler writes it as an SSE ``data:`` line.
+chunk to the loop through a ``_Mailbox``; the handler writes it as an SSE ``data:`` line.
 A client that goes away cancels its request (``RequestHandle.cancel``) at the next write or
 as soon as tornado sees the connection close.
 """
@@ -11,6 +11,7 @@ as soon as tornado sees the connection close.
 from __future__ import annotations
 
 import asyncio
+import collections
 import hmac
 import json
 import threading
@@ -44,7 +45,47 @@ class ServedRequest:
 
 
 _END = object()
-"""Put on a request's queue by its pump thread after the last chunk."""
+"""Put in a request's mailbox by its pump thread after the last chunk."""
+
+
+class _Mailbox:
+    """Items from a pump thread to the IO loop, with one loop wake-up per batch of items.
+
+    With many clients streaming, a wake-up per token per client (``call_soon_threadsafe``
+    writes the loop's self-pipe each time) costs more than the write itself; the pump only
+    schedules a wake-up when none is pending, and the loop takes everything that arrived.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self._loop = loop
+        self._items: collections.deque = collections.deque()
+        self._ready = asyncio.Event()
+        self._signalled = False
+
+    def put(self, item: Any) -> None:
+        """From the pump thread."""
+        self._items.append(item)  # before the check: a pending wake-up then covers it
+        if not self._signalled:
+            self._signalled = True
+            self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        self._signalled = False
+        self._ready.set()
+
+    async def get(self) -> Any:
+        """The next item, waiting for it on the loop."""
+        while not self._items:
+            self._ready.clear()  # no await between the check and here: _wake cannot slip in
+            await self._ready.wait()
+        return self._items.popleft()
+
+    def drain(self) -> list:
+        """Whatever else has arrived, without waiting."""
+        out = []
+        while self._items:
+            out.append(self._items.popleft())
+        return out
 
 
 class _Base(RequestHandler):
@@ -175,12 +216,8 @@ class CompletionsHandler(_Base):
         engine = self.engine()
         if engine is None:
             return
-        loop, queue = asyncio.get_running_loop(), asyncio.Queue()
-
-        def deliver(item: Any) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
-
-        threading.Thread(target=_pump, args=(engine, body, self.kind, deliver),
+        queue = _Mailbox(asyncio.get_running_loop())
+        threading.Thread(target=_pump, args=(engine, body, self.kind, queue.put),
                          name="mlx-notebook-serve", daemon=True).start()
         first = await queue.get()
         if isinstance(first, EngineError):
@@ -209,7 +246,7 @@ class CompletionsHandler(_Base):
             return f"{address[0]}:{address[1]}"
         return self.request.remote_ip or "unknown"
 
-    async def _reply(self, queue: asyncio.Queue) -> None:
+    async def _reply(self, queue: _Mailbox) -> None:
         result = await queue.get()
         await queue.get()  # _END
         if isinstance(result, EngineError):
@@ -217,15 +254,14 @@ class CompletionsHandler(_Base):
         elif not self.gone:
             self.finish(result)
 
-    async def _stream(self, queue: asyncio.Queue) -> None:
+    async def _stream(self, queue: _Mailbox) -> None:
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("Cache-Control", "no-cache")
         # Headers go out at once: the client sees 200 while the prompt is still prefilling.
         ended = not await self._flushed()
         while not ended:
-            items = [await queue.get()]
-            while not queue.empty():  # whatever else arrived meanwhile goes in one write
-                items.append(queue.get_nowait())
+            # Whatever else arrived meanwhile goes out in the same write.
+            items = [await queue.get(), *queue.drain()]
             for item in items:
                 if item is _END:
                     ended = True

@@ -163,3 +163,58 @@ def test_what_needs_a_local_model_says_so(shell, tiny_listener):
 ])
 def test_the_family_is_guessed_from_the_model_name(name, family):
     assert guess_family(name) == family
+
+
+# -- mlx's own distributed serving: the model sharded over two ranks -------------------------------
+@pytest.fixture(scope="module")
+def two_rank_server(tiny_reasoner_path, tmp_path_factory):
+    """``mlx.launch --backend ring -n 2`` running ``mlx_lm.server``: the tiny reasoner's two
+    attention heads split over two processes on loopback, rank 0 answering HTTP."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import httpx
+
+    def free_port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    bin_dir = Path(sys.executable).parent
+    port, ring = free_port(), free_port()
+    log = tmp_path_factory.mktemp("ring") / "launch.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [str(bin_dir / "mlx.launch"), "--backend", "ring", "-n", "2", "--verbose",
+             "--starting-port", str(ring), str(bin_dir / "mlx_lm.server"),
+             "--model", str(tiny_reasoner_path), "--port", str(port)],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("the two-rank mlx_lm.server never became healthy:\n" + log.read_text()[-3000:])
+        yield url, log
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # mlx.launch and the two ranks it started
+        proc.wait(30)
+
+
+@pytest.mark.slow
+def test_chat_against_a_model_sharded_over_two_ranks(shell, two_rank_server, scripts):
+    url, log = two_rank_server
+    shown = _run(shell, f"%load_model --remote {url}/v1 --family qwen3")
+    assert "as qwen3, given" in shown
+    _chat_scripts_through(shell, scripts)
+    text = log.read_text()
+    assert "Rank 0" in text and "Rank 1" in text  # two processes took part
