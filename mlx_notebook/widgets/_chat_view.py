@@ -260,7 +260,7 @@ class ChatView(anywidget.AnyWidget):
         usage["completion_tokens"] = max(usage.get("completion_tokens", 0), streamed)
         record = {"usage": usage, "timings": dict(self.timings), "finish_reason": self.finish_reason,
                   "error": self.error, "interrupted": self.phase == "stopped",
-                  "model_dtype": self.model_dtype}
+                  "model_dtype": self.model_dtype, "think_budget": self._turn.think_budget}
         return [list(item) for item in footer_items(record, finished=self.phase in _TERMINAL)]
 
     def _show_end(self) -> None:

@@ -59,3 +59,19 @@ def test_the_budget_flag_is_in_the_chat_help(bare_shell, capsys):
     bare_shell.run_cell("%%chat?\n")
     out = capsys.readouterr().out
     assert "--think-budget N" in out and "End reasoning after N tokens" in out
+
+
+def test_the_live_card_footer_says_when_the_budget_cut_reasoning():
+    from mlx_notebook.engine import Finished, ReasoningDelta, Started, Usage
+    from mlx_notebook.turn import Turn
+    from mlx_notebook.widgets import ChatView
+
+    turn = Turn(model="tiny", session="s", request={
+        "messages": [{"role": "user", "content": QUESTION}], "thinking_token_budget": 4})
+    view = ChatView("tiny", "s", turn=turn)
+    view.comm.publish_msg = lambda *args, **kwargs: None
+    for event in (Started("r1", prompt_tokens=16, cached_tokens=0), ReasoningDelta("The user"),
+                  Usage(16, 0, 9, 0.1, 100.0, 50.0, 1 << 20, reasoning_tokens=4), Finished("stop")):
+        turn.apply(event)  # as the runner folds each event before the view shows it
+        view.handle(event)
+    assert ["think budget", "cut reasoning at 4 tokens"] in view.footer
