@@ -92,3 +92,30 @@ def test_the_nbval_plugin_knows_the_comparison_record():
     from mlx_notebook import compare, nbval_plugin
 
     assert nbval_plugin.COMPARE_MIME_TYPE == compare.COMPARE_MIME_TYPE
+
+
+WEATHER = '''
+weather_calls = []
+
+def get_weather(city: str):
+    """Get the weather in a city."""
+    weather_calls.append(city)
+    return {"city": city, "temperature_c": 18, "condition": "sunny"}
+'''
+
+
+@pytest.mark.model
+def test_each_side_reasons_and_runs_its_own_tool_loop(reasoner_shell):
+    reasoner_shell.run_cell(WEATHER)
+    result = reasoner_shell.run_cell('%%chat --new --session cmp-tools --tools get_weather '
+                                     '--compare "temperature=0" "temperature=0 max_tokens=200"\n'
+                                     "What's the weather in Paris?")
+    assert result.success, result.error_in_exec
+    comparison = reasoner_shell.user_ns["_"]
+    assert reasoner_shell.user_ns["weather_calls"] == ["Paris", "Paris"]  # one call per side
+    for side in comparison.sides:
+        assert [r.finish_reason for r in side.rounds] == ["tool_calls", "stop"]
+        assert "get_weather" in side.reasoning and side.tool_calls[0]["result"]["condition"] == "sunny"
+        assert "sunny" in side.content.lower()
+    assert comparison.sides[0].content == comparison.sides[1].content
+    assert comparison.diverges_at is None  # the same tokens on both sides, both rounds
