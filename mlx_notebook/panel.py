@@ -21,12 +21,18 @@ reads snapshots; every message either way is a JSON object with a ``kind``:
                        "health": {alive, error}, "active_requests": int,
                        "memory": {active_bytes, peak_bytes},
                        "cache": {entries, tokens, bytes, budget_bytes,
+                                 prompts: [{tokens, bytes, kind, hits, age_seconds, session}],
                                  lookups: [{request_id, prompt_tokens, cached_tokens,
                                             miss_reason}]}},
      "live": [{id, request_id, kind, session, model, tokens, tokens_per_second, seconds,
                prompt_tokens, cached_tokens}],
      "recent": [{id, request_id, kind, session, model, prompt_tokens, cached_tokens,
-                 completion_tokens, time_to_first_token, seconds, finish_reason, error}]}
+                 completion_tokens, time_to_first_token, seconds, finish_reason, error,
+                 finished_at}]}
+
+A prompt's ``session`` is the session of the recent request whose prompt and reply are as
+long as the entry and which ended closest to when the entry was filed (the engine files a
+finished request's tokens as it ends), else null. ``finished_at`` is ``time.time()``.
 
 ``%mlx panel`` asks the front end to open the panel through a second target the front end
 registers, ``mlx_notebook.panel.open`` (``OPEN_TARGET``).
@@ -51,6 +57,7 @@ PUSH_SECONDS = 0.25
 """Shortest gap between two snapshots pushed while a turn streams (the live widget sends up
 to 20 messages a second; the panel needs far fewer)."""
 RECENT_KEPT = 16
+_FILING_SECONDS = 5.0  # a request's cache entry is filed within this long of its end
 
 
 @dataclass
@@ -192,7 +199,7 @@ class EnginePanel:
             "time_to_first_token": turn.timings.time_to_first_token,
             "seconds": round(self.clock() - live.started, 3),
             "finish_reason": "stopped" if turn.interrupted else turn.finish_reason,
-            "error": turn.error,
+            "error": turn.error, "finished_at": round(time.time(), 3),
         }
 
     # -- the comm ---------------------------------------------------------------------------
@@ -259,12 +266,25 @@ def _request_id(turn: Any) -> str | None:
     return rounds[-1].request_id if rounds else None
 
 
+def _prompt_row(entry: Any, recent: list[dict], now: float) -> dict:
+    length = len(entry.tokens)
+    # A finished request files its prompt and reply (the last token's KV may not be computed)
+    # as it ends: the owner is the request of that length that ended closest to the filing.
+    owners = [row for row in recent
+              if length - row["prompt_tokens"] - row["completion_tokens"] in (-1, 0)
+              and abs(row["finished_at"] - entry.created) < _FILING_SECONDS]
+    owner = min(owners, key=lambda row: abs(row["finished_at"] - entry.created), default=None)
+    return {"tokens": length, "bytes": entry.bytes, "kind": entry.kind, "hits": entry.hits,
+            "age_seconds": round(now - entry.created, 1),
+            "session": owner["session"] if owner else None}
+
+
 def _engine_state(engine: Any, recent: list[dict]) -> dict | None:
     if engine is None:
         return None
     import mlx.core as mx
 
-    info, cache = engine.model_info, engine.cache_info()
+    info, cache, now = engine.model_info, engine.cache_info(), time.time()
     alive = bool(engine.healthy)
     error = None if alive else next((row["error"] for row in recent if row["error"]),
                                     "The engine thread has stopped; run %load_model again.")
@@ -280,6 +300,7 @@ def _engine_state(engine: Any, recent: list[dict]) -> dict | None:
         "cache": {
             "entries": cache.entries, "tokens": cache.tokens, "bytes": cache.bytes,
             "budget_bytes": cache.budget_bytes,
+            "prompts": [_prompt_row(entry, recent, now) for entry in getattr(cache, "prompts", ())],
             "lookups": [{"request_id": lookup.request_id, "prompt_tokens": lookup.prompt_tokens,
                          "cached_tokens": lookup.cached_tokens, "miss_reason": lookup.miss_reason}
                         for lookup in reversed(cache.lookups)],

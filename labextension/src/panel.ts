@@ -54,6 +54,13 @@ function seconds(value: number | null | undefined): string {
   return value < 1 ? `${Math.round(value * 1000)} ms` : `${value.toFixed(2)} s`;
 }
 
+function age(value: number): string {
+  if (value < 60) {
+    return `${Math.round(value)} s`;
+  }
+  return value < 3600 ? `${Math.round(value / 60)} min` : `${(value / 3600).toFixed(1)} h`;
+}
+
 function element<K extends keyof HTMLElementTagNameMap>(
   tag: K,
   className: string,
@@ -197,6 +204,27 @@ export class EnginePanel extends Widget {
       [trans.__('tokens'), String(engine.cache.tokens)],
       [trans.__('bytes'), `${bytes(engine.cache.bytes)} / ${bytes(engine.cache.budget_bytes)}`]
     ]);
+    if (engine.cache.prompts.length) {
+      const table = element('table', 'mlxnb-panel-table mlxnb-panel-prompts');
+      const head = element('tr', '');
+      for (const label of [trans.__('session'), trans.__('tokens'), trans.__('bytes'), trans.__('hits'), trans.__('age')]) {
+        head.append(element('th', '', label));
+      }
+      table.append(head);
+      for (const prompt of engine.cache.prompts) {
+        const row = element('tr', 'mlxnb-panel-prompt');
+        row.title = prompt.kind;
+        row.append(
+          element('td', '', prompt.session ?? '–'),
+          element('td', '', String(prompt.tokens)),
+          element('td', 'mlxnb-panel-prompt-bytes', bytes(prompt.bytes)),
+          element('td', '', String(prompt.hits)),
+          element('td', '', age(prompt.age_seconds))
+        );
+        table.append(row);
+      }
+      cache.append(table);
+    }
     const lookups = element('ul', 'mlxnb-panel-lookups');
     for (const lookup of engine.cache.lookups.slice(0, 5)) {
       const item = element(

@@ -34,6 +34,15 @@ export interface ICacheLookup {
   miss_reason: string | null;
 }
 
+export interface ICachedPrompt {
+  tokens: number;
+  bytes: number;
+  kind: string;
+  hits: number;
+  age_seconds: number;
+  session: string | null;
+}
+
 export interface IEngineState {
   model: IModelInfo;
   health: { alive: boolean; error: string | null };
@@ -44,6 +53,7 @@ export interface IEngineState {
     tokens: number;
     bytes: number;
     budget_bytes: number;
+    prompts: ICachedPrompt[];
     lookups: ICacheLookup[];
   };
 }
@@ -74,6 +84,7 @@ export interface IRecentRequest {
   seconds: number;
   finish_reason: string | null;
   error: string | null;
+  finished_at: number;
 }
 
 export interface ISnapshot {

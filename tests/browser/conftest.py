@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -77,9 +76,6 @@ def lab(tmp_path_factory) -> Lab:
         "argv": [sys.executable, "-m", "mlx_notebook.kernel", "-f", "{connection_file}"],
         "display_name": "Python 3 (mlx-notebook tests)", "language": "python", "env": kernel_env,
     }))
-    # The extension as this checkout builds it (JUPYTER_DATA_DIR comes before the venv's
-    # copy, which an editable install made when it last ran).
-    shutil.copytree(PREBUILT_EXTENSION, data / "labextensions" / "mlx-notebook")
     token, port = secrets.token_hex(16), _free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(data)}
@@ -91,6 +87,9 @@ def lab(tmp_path_factory) -> Lab:
         f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={home / 'workspaces'}",
         f"--LabApp.user_settings_dir={settings}", "--LabApp.expose_app_in_browser=True",
         "--LabApp.news_url=None", "--ServerApp.disable_check_xsrf=False",
+        # The extension as this checkout builds it: extra paths come before the venv's copy,
+        # which an editable install made when it last ran.
+        f"--LabServerApp.extra_labextensions_path={PREBUILT_EXTENSION.parent}",
     ]
     if os.geteuid() == 0:
         command.append("--allow-root")

@@ -183,6 +183,8 @@ def test_the_engine_panel_lists_stops_and_clears(notebook_page, smollm2_path):
         "() => parseInt(document.querySelector('.mlxnb-panel-cache')?.dataset.bytes || '0') > 0")
     assert int(cache.get_attribute("data-entries")) >= 1
     assert "MB" in cache.locator('tr[data-fact="bytes"] td').inner_text()
+    sessions = [row.locator("td").first.inner_text() for row in cache.locator(".mlxnb-panel-prompt").all()]
+    assert "short" in sessions, sessions
     page.evaluate("() => window.jupyterapp.commands.execute('mlx-notebook:clear-cache')")
     page.wait_for_function(
         "() => document.querySelector('.mlxnb-panel-cache')?.dataset.entries === '0'", timeout=10_000)
@@ -209,7 +211,7 @@ def notebook7(lab):
     import sys
     import urllib.request
 
-    from conftest import _free_port
+    from conftest import PREBUILT_EXTENSION, _free_port
 
     home = lab.root.parent
     token, port = secrets.token_hex(16), _free_port()
@@ -223,6 +225,7 @@ def notebook7(lab):
         f"--JupyterNotebookApp.workspaces_dir={home / 'workspaces7'}",
         f"--JupyterNotebookApp.user_settings_dir={home / 'settings'}",
         "--JupyterNotebookApp.expose_app_in_browser=True",
+        f"--LabServerApp.extra_labextensions_path={PREBUILT_EXTENSION.parent}",
     ]
     if os.geteuid() == 0:
         command.append("--allow-root")

@@ -75,6 +75,10 @@ def test_status_json_shows_the_model_the_cache_entry_and_the_recent_request(reas
     assert engine["model"]["name"] == turn.model and engine["model"]["name"].startswith("tiny-reasoner") and engine["model"]["parameters"] > 0
     assert engine["health"] == {"alive": True, "error": None}
     assert engine["cache"]["entries"] >= 1 and engine["cache"]["bytes"] > 0
+    filed = [p for p in engine["cache"]["prompts"] if p["session"] == "panel-recent"]
+    assert len(filed) == 1 and filed[0]["bytes"] > 0 and filed[0]["age_seconds"] >= 0, engine["cache"]["prompts"]
+    assert filed[0]["tokens"] in (turn.usage.prompt_tokens + turn.usage.completion_tokens - 1,
+                                  turn.usage.prompt_tokens + turn.usage.completion_tokens)
     recent = state["recent"][0]
     assert (recent["session"], recent["prompt_tokens"], recent["completion_tokens"], recent["finish_reason"]) == (
         "panel-recent", turn.usage.prompt_tokens, turn.usage.completion_tokens, "stop")
