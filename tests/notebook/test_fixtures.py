@@ -142,3 +142,24 @@ def test_mlx_trace_names_a_missing_fixture_or_round(bare_shell, tmp_path, capsys
     missing = tmp_path / "none.json"
     result = bare_shell.run_cell(f"%mlx trace --fixture {missing}")
     assert str(result.error_in_exec) == f"%mlx trace: cannot read {missing}: No such file or directory."
+
+
+@pytest.mark.model
+def test_mlx_trace_replays_a_chat_turn_through_another_family_and_chunking(reasoner_shell, tmp_path):
+    from mlx_notebook.engine.models.tiny_reasoner import load_scripts
+
+    question = next(s for s in load_scripts() if s["name"] == "reason_then_answer")["messages"][-1]["content"]
+    result = reasoner_shell.run_cell(f"%%chat --new --session trace-replay --no-stream\n{question}")
+    assert result.success, result.error_in_exec
+    reasoner_shell.user_ns["t"] = result.result  # ``_`` becomes each trace shown
+    as_streamed = reasoner_shell.run_cell("%mlx trace t").result
+    assert as_streamed.family == "qwen3" and as_streamed.diff() == []
+    assert len(as_streamed.rows) - 1 == len(result.result.rounds[0].recorded.deltas)
+
+    other = reasoner_shell.run_cell("%mlx trace t --family deepseek_r1 --chunking 7").result
+    assert other.family == "deepseek_r1" and {len(r.chunk) for r in other.rows[:-2]} == {7}
+    assert "".join(e.text for e in other.events if e.kind == "content").strip() == "17 + 25 = 42."
+
+    path = tmp_path / "turn.json"
+    result.result.to_fixture(path)
+    assert reasoner_shell.run_cell(f"%mlx trace --fixture {path}").result.events == as_streamed.events
