@@ -108,9 +108,15 @@ class Engine:
                        memory_bytes=weights.memory_bytes, dtype=weights.dtype,
                        dtype_reason=choice.reason)
 
-    def _logits_width(self) -> int:
-        """On the engine thread: how many token ids the logits have (logit_bias, top_k bound)."""
-        return int(self._thread.model(mx.array([[0]]))[0, -1].shape[-1])
+    def _logits_width(self) -> int | None:
+        """On the engine thread: how many token ids the logits have (logit_bias, top_k bound).
+
+        Read off the lazy graph of a one-token call: nothing is computed."""
+        model = self._thread.model
+        try:
+            return int(model(mx.array([[0]])).shape[-1])
+        except Exception:  # a model that needs more than token ids: its config says
+            return getattr(getattr(model, "args", None), "vocab_size", None)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
