@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mlx_notebook.engine import EngineConfig, EngineRequestError
-from mlx_notebook.engine.request._admission import admit
+from mlx_notebook.engine.request._admission import GREEDY_BELOW, ModelLimits, admit
 
 CONFIG = EngineConfig()
 USER = [{"role": "user", "content": "Hi"}]
@@ -118,6 +118,35 @@ BAD = [
 ]
 
 
+BAD += [
+    ({"messages": USER, "temperature": float("nan")}, "temperature"),
+    ({"messages": USER, "temperature": 2.01}, "temperature"),
+    ({"messages": USER, "top_p": float("inf")}, "top_p"),
+    ({"messages": USER, "xtc_threshold": 0.51}, "xtc_threshold"),
+    ({"messages": USER, "presence_penalty": 2.5}, "presence_penalty"),
+    ({"messages": USER, "repetition_penalty": 1e-9}, "repetition_penalty"),
+    ({"messages": USER, "repetition_context_size": 2**31}, "repetition_context_size"),
+    ({"messages": USER, "logit_bias": {"-3": 1}}, "logit_bias"),
+    ({"messages": USER, "logit_bias": {" 12": 1}}, "logit_bias"),
+    ({"messages": USER, "logit_bias": {"12": float("inf")}}, "logit_bias"),
+    ({"messages": USER, "n": 1.0}, "n"),
+    ({"messages": USER, "stop": ["x" * 513]}, "stop"),
+    ({"messages": USER, "tool_choice": "any"}, "tool_choice"),
+    ({"messages": USER, "tool_choice": {"type": "function", "function": {"name": "f"}}},
+     "tool_choice"),
+    ({"messages": USER, "response_format": {"type": "json_object"}}, "response_format"),
+    ({"messages": USER, "echo": True}, "echo"),
+    ({"messages": USER, "functions": []}, "functions"),
+    ({"messages": USER, "chat_template_kwargs": {"tools": []}}, "chat_template_kwargs.tools"),
+    ({"messages": USER, "chat_template_kwargs": {"a-b": 1}}, "chat_template_kwargs"),
+    ({"messages": [{"role": "user", "content": "x", "name": 3}]}, "messages[0].name"),
+    ({"messages": [{"role": "user\ud800", "content": "x"}]}, "messages[0].role"),
+    ({"messages": USER, "role_mapping": {"user": 1}}, "role_mapping"),
+    ({"messages": USER, "tools": [{"type": "function", "function": {"name": ""}}]},
+     "tools[0].function"),
+]
+
+
 @pytest.mark.parametrize("body,param", BAD, ids=[p for _, p in BAD])
 def test_bad_input_names_the_field(body, param):
     with pytest.raises(EngineRequestError) as info:
@@ -140,3 +169,41 @@ def test_unknown_model_is_refused_with_model_not_found():
               accepted_models=frozenset({"smollm2"}))
     assert info.value.error["code"] == "model_not_found"
     assert "smollm2" in info.value.message
+
+
+def test_model_limits_bound_token_ids_top_k_and_max_tokens():
+    limits = ModelLimits(vocab_size=100, context_length=64)
+    ok = admit({"messages": USER, "logit_bias": {"99": 1}, "top_k": 99, "max_tokens": 64},
+               kind="chat", config=CONFIG, limits=limits)
+    assert ok.penalties.logit_bias == ((99, 1.0),) and ok.sampling.top_k == 99
+    for extra, param in (({"logit_bias": {"100": 1}}, "logit_bias"), ({"top_k": 100}, "top_k"),
+                         ({"max_tokens": 65}, "max_tokens"), ({"top_logprobs": 101}, "top_logprobs")):
+        with pytest.raises(EngineRequestError) as info:
+            admit({"messages": USER, **extra}, kind="chat", config=CONFIG, limits=limits)
+        assert info.value.param == param
+
+
+def test_tiny_temperatures_decode_greedily():
+    assert chat(temperature=1e-300).sampling.greedy
+    assert chat(temperature=GREEDY_BELOW).sampling.temperature == GREEDY_BELOW
+
+
+def test_tool_choice_none_offers_no_tools_and_auto_offers_them():
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    assert chat(tools=tools, tool_choice="none").tools is None
+    assert chat(tools=tools, tool_choice="auto").tools == tuple(tools)
+    assert chat(tools=[]).tools is None
+
+
+def test_nesting_is_bounded_without_recursion_error():
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(EngineRequestError) as info:
+        chat(metadata={"x": deep})
+    assert info.value.message == "'metadata' is nested more than 64 levels deep; flatten it."
+
+
+def test_completions_take_an_empty_prompt_and_one_item_lists():
+    assert admit({"prompt": ""}, kind="completion", config=CONFIG).prompt == ""
+    assert admit({"prompt": ["x"]}, kind="completion", config=CONFIG).prompt == "x"
