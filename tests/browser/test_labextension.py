@@ -7,6 +7,7 @@
 - The engine panel (opened by ``%mlx panel``) lists a streaming request, its Stop ends it
   within 2 s, the prompt-cache entry shows with its bytes, "clear cache" empties it, and
   after a kernel restart it says there is no engine until the model is loaded again.
+- The panel follows the current notebook's kernel when several are open.
 - Notebook 7 streams the live widget and then draws the turn with the extension.
 """
 
@@ -288,3 +289,38 @@ def test_notebook_7_streams_the_widget_then_renders_the_turn_natively(lab, brows
         except Exception:
             pass
         context.close()
+
+
+@pytest.mark.model
+def test_the_engine_panel_follows_the_current_notebooks_kernel(lab, notebook_page, tiny_reasoner_path):
+    nb = notebook_page("multi_a.ipynb", [f"%load_ext mlx_notebook\n%load_model {tiny_reasoner_path} --no-progress"])
+    page = nb.page
+    nb.run_cell(0)
+    nb.wait_idle(timeout=120, upto=0)
+    page.evaluate("() => window.jupyterapp.commands.execute('mlx-notebook:open-panel')")
+    model_name = """() => document.querySelector('.mlxnb-panel tr[data-fact="name"] td')?.innerText || ''"""
+    page.wait_for_function(f"() => ({model_name})().startsWith('tiny-reasoner')", timeout=30_000)
+
+    # A second notebook with its own kernel, the extension loaded but no model.
+    lab.notebook("multi_b.ipynb", ["%load_ext mlx_notebook"])
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', {path: 'multi_b.ipynb'})")
+    page.wait_for_function(
+        """() => {
+            const w = window.jupyterapp.shell.currentWidget;
+            const kernel = w && w.context && w.context.path === 'multi_b.ipynb'
+                && w.context.sessionContext.session?.kernel;
+            return !!kernel && kernel.status === 'idle';
+        }""", timeout=90_000)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(
+        """() => document.querySelector('.mlxnb-panel .mlxnb-panel-source')?.innerText === 'multi_b.ipynb'
+               && document.querySelector('.mlxnb-panel-model .mlxnb-panel-no-engine')""", timeout=60_000)
+    assert "run %load_model" in page.locator(".mlxnb-panel-model .mlxnb-panel-no-engine").inner_text()
+
+    # Back to the first notebook: its engine again.
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', {path: 'multi_a.ipynb'})")
+    page.wait_for_function(f"() => ({model_name})().startsWith('tiny-reasoner')", timeout=30_000)
+    assert page.locator(".mlxnb-panel .mlxnb-panel-source").inner_text() == "multi_a.ipynb"
+    page.evaluate("""() => {
+        for (const w of window.jupyterapp.shell.widgets('main')) w.context?.sessionContext.shutdown();
+    }""")
