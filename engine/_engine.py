@@ -196,7 +196,8 @@ class Engine:
         # Templates render in parallel on the callers' threads; only tokenizing takes the
         # lock (HF fast tokenizers are not safe for concurrent use).
         prompt = render(request, self.tokenizer, model_type=self.model_info.model_type,
-                        tokenize_lock=self._render_lock)
+                        tokenize_lock=self._render_lock,
+                        context_length=None if self.config.max_kv_size else self._limits.context_length)
         think_budget_for(self.tokenizer, request, prompt)  # a model without markers refuses it here
         context = self.model_info.context_length
         if context and self.config.max_kv_size is None and len(prompt.tokens) >= context:

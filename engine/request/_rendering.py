@@ -131,7 +131,17 @@ def _segments(request, tokenizer, tokens: list[int], kwargs: dict[str, Any], loc
     return tuple(segments) or (Segment("assistant", 0, n),)
 
 
-def _encode(tokenizer, text: str, lock, param: str, **kwargs) -> list[int]:
+# Characters per token no real prompt reaches: a text longer than this many times the context
+# cannot fit, and is refused before it holds the tokenizer lock (which other callers wait on).
+CHARS_PER_TOKEN_BOUND = 32
+
+
+def _encode(tokenizer, text: str, lock, param: str, max_chars: int | None = None,
+            **kwargs) -> list[int]:
+    if max_chars is not None and len(text) > max_chars:
+        raise EngineRequestError(
+            f"The prompt is {len(text)} characters, more than the model's context can hold; "
+            "shorten it.", param=param, code="context_length_exceeded")
     with lock or nullcontext():
         try:
             return tokenizer.encode(text, **kwargs)
@@ -140,8 +150,8 @@ def _encode(tokenizer, text: str, lock, param: str, **kwargs) -> list[int]:
                                      param=param) from e
 
 
-def _completion_tokens(prompt: str, tokenizer, lock) -> list[int]:
-    tokens = _encode(tokenizer, prompt, lock, "prompt")
+def _completion_tokens(prompt: str, tokenizer, lock, max_chars) -> list[int]:
+    tokens = _encode(tokenizer, prompt, lock, "prompt", max_chars)
     if not tokens:
         # OpenAI serves an empty prompt as the start of a document: the model reads one
         # beginning-of-text token (mlx-lm cannot prefill zero tokens).
@@ -156,26 +166,28 @@ def _completion_tokens(prompt: str, tokenizer, lock) -> list[int]:
 
 
 def render(request: GenerationRequest, tokenizer, *, model_type: str = "",
-           tokenize_lock=None) -> RenderedPrompt:
+           tokenize_lock=None, context_length: int | None = None) -> RenderedPrompt:
     """Render and tokenize ``request`` for ``tokenizer`` (an mlx-lm TokenizerWrapper).
 
     The template renders on the caller's thread without a lock (one slow render never holds
-    up another caller's); only the tokenizer calls take ``tokenize_lock``.
+    up another caller's); only the tokenizer calls take ``tokenize_lock``. With
+    ``context_length``, a text that cannot fit it is refused before tokenizing.
     """
     lock = tokenize_lock
+    limit = CHARS_PER_TOKEN_BOUND * context_length if context_length else None
     if request.kind == "completion":
         if isinstance(request.prompt, tuple):  # token ids: exactly these, no tokenizer
             return RenderedPrompt(tokenizer.decode(list(request.prompt)), request.prompt,
                                   (Segment("assistant", 0, len(request.prompt)),))
-        tokens = _completion_tokens(request.prompt, tokenizer, lock)
+        tokens = _completion_tokens(request.prompt, tokenizer, lock, limit)
         return RenderedPrompt(request.prompt, tuple(tokens), (Segment("assistant", 0, len(tokens)),))
     if encoder_for(model_type) is None and not tokenizer.has_chat_template:
         text = _role_mapping_prompt(request.messages, request.role_mapping)
-        tokens = _encode(tokenizer, text, lock, "messages")
+        tokens = _encode(tokenizer, text, lock, "messages", limit)
         return RenderedPrompt(text, tuple(tokens), (Segment("assistant", 0, len(tokens)),),
                               tools_rendered=False if request.tools else None)
     text = _chat_text(request, tokenizer, model_type)
-    tokens = _encode(tokenizer, text, lock, "messages", add_special_tokens=False)
+    tokens = _encode(tokenizer, text, lock, "messages", limit, add_special_tokens=False)
     if not tokens:
         raise EngineRequestError("The rendered prompt is empty.", param="messages")
     segments = _segments(request, tokenizer, tokens, request.template_kwargs, lock)

@@ -215,3 +215,16 @@ def test_a_model_template_the_sandbox_refuses_fails_at_load(tiny_reasoner_path):
     assert info.value.args[0].startswith(
         "The model's chat template cannot be used: the template sandbox refused it (SecurityError")
     assert info.value.args[0].endswith("pass chat_template=... to use another one.")
+
+
+def test_a_text_far_past_the_context_is_refused_before_tokenizing(tiny_engine):
+    # 32 characters per token of the 2048-token context: 65 536 characters at most.
+    with pytest.raises(EngineRequestError) as info:
+        tiny_engine.completions({"prompt": "ab" * 40_000, "max_tokens": 4})
+    assert info.value.error == {
+        "message": "The prompt is 80000 characters, more than the model's context can hold; "
+                   "shorten it.",
+        "type": "invalid_request_error", "param": "prompt", "code": "context_length_exceeded"}
+    with pytest.raises(EngineRequestError) as info:
+        tiny_engine.chat_completions({"messages": [{"role": "user", "content": "ab" * 40_000}]})
+    assert info.value.param == "messages" and info.value.error["code"] == "context_length_exceeded"
