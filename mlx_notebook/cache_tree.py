@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from .display import format_bytes, format_seconds, plural
 
-__all__ = ["CacheNode", "cache_tree", "tree_report"]
+__all__ = ["CacheNode", "cache_tree", "tree_report", "session_reuse"]
 
 _SHOWN_CHARACTERS = 64
 """A node's decoded text longer than this is elided in the middle."""
@@ -79,6 +79,42 @@ def _shared_length(entries: list[Any], depth: int) -> int:
     return shortest
 
 
+def session_reuse(engine: Any, sessions: Any) -> dict[str, tuple[tuple[int, ...], int]]:
+    """Per chat session with turns: (its next prompt's tokens, how many the cache would serve).
+
+    The next prompt is the session's history and an empty user message, with the last turn's
+    tools and template arguments (``Engine.inspect``: rendered and looked up, nothing run).
+    """
+    from mlx_notebook.engine import EngineError
+
+    out = {}
+    for session in sessions:
+        if not session.turns:
+            continue
+        last = session.turns[-1].request or {}
+        body = {"messages": session.messages_for(""),
+                **{k: last[k] for k in ("tools", "chat_template_kwargs") if k in last}}
+        try:
+            inspection = engine.inspect(body, kind="chat")
+        except EngineError:  # a remote model, or a history the template refuses: no mark
+            continue
+        out[session.name] = (tuple(inspection.token_ids), inspection.cache.cached_tokens)
+    return out
+
+
+def _reused_node(root: CacheNode, tokens: Sequence[int], cached: int) -> CacheNode | None:
+    """The deepest node on ``tokens``' path that the ``cached`` prefix reaches into."""
+    node, found = root, None
+    while True:
+        step = next((c for c in node.children if c.start < min(cached, len(tokens))
+                     and tokens[c.start] == c.tokens[0]), None)
+        if step is None:
+            return found
+        node = found = step
+        if tuple(tokens[step.start:step.end]) != step.tokens:
+            return found
+
+
 def _elided(text: str) -> str:
     if len(text) <= _SHOWN_CHARACTERS:
         return text
@@ -101,12 +137,20 @@ def _describe(node: CacheNode, decode: Callable[[list[int]], str], now: float) -
     return text, ", ".join(numbers)
 
 
-def tree_report(info: Any, decode: Callable[[list[int]], str], *, now: float | None = None):
-    """The tree of ``info.prompts`` (an engine ``CacheInfo``) as a ``reports.Report``."""
+def tree_report(info: Any, decode: Callable[[list[int]], str], *, now: float | None = None,
+                reuse: dict[str, tuple[Sequence[int], int]] | None = None):
+    """The tree of ``info.prompts`` (an engine ``CacheInfo``) as a ``reports.Report``;
+    ``reuse`` (``session_reuse``) marks the branch each session's next turn would reuse."""
     from .reports import Report
 
     now = time.time() if now is None else now
     root = cache_tree(info.prompts)
+    marks: dict[int, list[str]] = {}
+    for name, (tokens, cached) in (reuse or {}).items():
+        node = _reused_node(root, tokens, cached) if cached else None
+        if node is not None:
+            marks.setdefault(id(node), []).append(
+                f"session '{name}' next turn reuses {plural(cached, 'token')}")
     head = (f"prompt cache: {plural(info.entries, 'entry', 'entries')}, "
             f"{format_bytes(info.bytes) or '0 B'} of {format_bytes(info.budget_bytes) or '0 B'}")
     if not root.children:
@@ -117,7 +161,8 @@ def tree_report(info: Any, decode: Callable[[list[int]], str], *, now: float | N
         for i, child in enumerate(node.children):
             last = i == len(node.children) - 1
             text, numbers = _describe(child, decode, now)
-            lines.append(f"{prefix}{'└─ ' if last else '├─ '}\"{text}\"  [{numbers}]")
+            mark = "".join(f"  ← {m}" for m in marks.get(id(child), ()))
+            lines.append(f"{prefix}{'└─ ' if last else '├─ '}\"{text}\"  [{numbers}]{mark}")
             plain(child, prefix + ("   " if last else "│  "))
 
     def rich(node: CacheNode) -> str:
@@ -125,8 +170,10 @@ def tree_report(info: Any, decode: Callable[[list[int]], str], *, now: float | N
         for child in node.children:
             text, numbers = _describe(child, decode, now)
             style = "" if child.entry is not None else ' style="color:#777"'
+            mark = "".join(f' <b style="color:#06c">← {html.escape(m)}</b>'
+                           for m in marks.get(id(child), ()))
             items.append(f"<li><code style=\"white-space:pre-wrap\">{html.escape(text)}</code> "
-                         f"<span{style}>{html.escape(numbers)}</span>{rich(child)}</li>")
+                         f"<span{style}>{html.escape(numbers)}</span>{mark}{rich(child)}</li>")
         return f"<ul style=\"margin:0;padding-left:1.2em\">{''.join(items)}</ul>" if items else ""
 
     plain(root, "")

@@ -367,10 +367,11 @@ class MlxMagics(Magics):
         args = _parse(self._cache, line, "%mlx cache")
         engine = self._engine("%mlx cache")
         if args.tree:
-            from .cache_tree import tree_report
+            from .cache_tree import session_reuse, tree_report
 
             with as_usage_errors("%mlx cache"):  # a remote model's tokenizer is out of reach
-                display(tree_report(engine.cache_info(), engine.tokenizer.decode))
+                reuse = session_reuse(engine, self.sessions)
+                display(tree_report(engine.cache_info(), engine.tokenizer.decode, reuse=reuse))
             return
         display(reports.cache(engine.cache_info()))
 

@@ -66,3 +66,19 @@ def test_the_tree_matches_the_engines_cache_info(reasoner_shell, capsys):
         f"{format_bytes(info.bytes)} of {format_bytes(info.budget_bytes)}"
     assert plain.count(" hits,") + plain.count(" hit,") == info.entries
     assert "<ul" in tree_report(info, engine.tokenizer.decode).html
+
+
+@pytest.mark.model
+def test_the_tree_marks_the_branch_a_sessions_next_turn_reuses(reasoner_shell, capsys):
+    question = SCRIPTS["reason_then_answer"]["messages"][-1]["content"]
+    reasoner_shell.magics_manager.registry["MlxMagics"].engine.clear_prompt_cache()
+    result = reasoner_shell.run_cell(f"%%chat --new --session tree-mark --no-stream\n{question}")
+    assert result.success, result.error_in_exec
+    turn = result.result
+    capsys.readouterr()
+    reasoner_shell.run_cell("%mlx cache --tree")
+    (line,) = [l for l in capsys.readouterr().out.splitlines() if "session 'tree-mark'" in l]
+    # The next turn reuses the whole conversation so far: this turn's prompt and reply.
+    reused = turn.usage.prompt_tokens + turn.usage.completion_tokens
+    assert line.endswith(f"← session 'tree-mark' next turn reuses {reused} tokens")
+    assert "17 + 25 = 42.<|im_end|>" in line
