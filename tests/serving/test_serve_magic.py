@@ -80,3 +80,22 @@ def _error(shell, cell: str) -> str:
         result = shell.run_cell(cell)
     assert not result.success
     return str(result.error_in_exec) + out.stderr + out.stdout
+
+
+def test_a_reload_keeps_serving_the_new_model_and_unload_ext_stops_it(tiny_reasoner_path):
+    shell = InteractiveShell()
+    shell.history_manager.enabled = False
+    shell.run_line_magic("load_ext", "mlx_notebook")
+    try:
+        assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
+        _run(shell, "%mlx serve --port 0")
+        listener = _magics(shell).listener
+        first = _magics(shell).engine
+        assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
+        assert listener.engine is _magics(shell).engine is not first
+        health = listener.url.removesuffix("/v1") + "/health"
+        assert httpx.get(health).json() == {"status": "ok"}
+    finally:
+        shell.run_line_magic("unload_ext", "mlx_notebook")
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(health)
