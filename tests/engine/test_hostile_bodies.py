@@ -228,3 +228,12 @@ def test_a_text_far_past_the_context_is_refused_before_tokenizing(tiny_engine):
     with pytest.raises(EngineRequestError) as info:
         tiny_engine.chat_completions({"messages": [{"role": "user", "content": "ab" * 40_000}]})
     assert info.value.param == "messages" and info.value.error["code"] == "context_length_exceeded"
+
+
+def test_non_finite_log_probabilities_are_reported_as_openais_floor():
+    # What reaches a logprobs field when a step's logits overflowed: never NaN or Infinity.
+    from mlx_notebook.engine.request._reply_stream import LOGPROB_FLOOR, _finite
+
+    assert LOGPROB_FLOOR == -9999.0
+    assert [_finite(v) for v in (float("nan"), float("-inf"), -1e30, float("inf"), -1.5)] == [
+        -9999.0, -9999.0, -9999.0, 0.0, -1.5]

@@ -7,7 +7,7 @@ Every body either raises ``EngineRequestError`` before anything is scheduled or 
 strict JSON (``allow_nan=False``); the engine stays healthy and the neighbour's reply is the
 one it gives alone.
 
-The default run is bounded to about a minute (``HOSTILE_EXAMPLES``, default 250 examples);
+The default run is bounded to about a minute (``HOSTILE_EXAMPLES``, default 200 examples);
 ``-m slow`` runs a longer search (``HOSTILE_SLOW_EXAMPLES``, default 1000).
 """
 
@@ -121,6 +121,7 @@ _options = {
     "model": _mostly(st.just("default_model"), _anything),
     "reasoning_field": _mostly(st.sampled_from(["reasoning", "reasoning_content"]), _anything),
     "role_mapping": _mostly(st.just({"user": "U: "}), _anything),
+    "thinking_token_budget": _mostly(st.integers(0, 8)),
 }
 _plain_text = st.one_of(st.text(max_size=12), st.sampled_from(["Hi", "<think>", "{{ x }}"]))
 _plausible_messages = st.lists(st.fixed_dictionaries(
@@ -135,8 +136,11 @@ def hostile_request(draw):
         fields = {"messages": (_plausible_messages, st.one_of(
             st.lists(_message, min_size=1, max_size=3), _anything))}
     else:
-        fields = {"prompt": (st.one_of(_plain_text, st.lists(_plain_text, min_size=1, max_size=3)),
-                             st.one_of(_odd_text, st.lists(_odd_text, max_size=3), _anything))}
+        fields = {"prompt": (
+            st.one_of(_plain_text, st.lists(_plain_text, min_size=1, max_size=3),
+                      st.lists(st.integers(0, 399), min_size=1, max_size=8)),  # token ids
+            st.one_of(_odd_text, st.lists(_odd_text, max_size=3), _anything,
+                      st.lists(st.integers(-2**70, 2**70), min_size=1, max_size=3)))}
     fields["max_tokens"] = (st.integers(1, 6), _max_tokens)
     fields["stream"] = (st.booleans(), _scalar)
     names = [*fields, *draw(st.lists(st.sampled_from(sorted(_options)), max_size=5, unique=True))]
@@ -178,7 +182,7 @@ def neighbour(tiny_engine, script_body):
     return body, collect(tiny_engine.submit(body).events())
 
 
-@settings(max_examples=int(os.environ.get("HOSTILE_EXAMPLES", "250")), **_SETTINGS)
+@settings(max_examples=int(os.environ.get("HOSTILE_EXAMPLES", "200")), **_SETTINGS)
 @given(hostile_request())
 def test_hostile_bodies_are_refused_early_or_served_as_strict_json(
         tiny_engine, neighbour, request_and_body):
