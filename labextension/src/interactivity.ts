@@ -43,18 +43,13 @@ export function wireReasoning(node: HTMLElement, open?: Set<number>): void {
   });
 }
 
-/** The token's probability as shown ("87.1%"), from its tip or its title. */
+/** The token's probability as shown ("87.1%"): its tip's first row, else its title. */
 export function tokenProbability(span: HTMLElement): string | null {
-  const tip = span.querySelector('.mlxnb-token-tip b:last-of-type, .mlxnb-token-tip td b');
   const cells = span.querySelectorAll('.mlxnb-token-tip tr:first-child td');
   if (cells.length === 2) {
     return (cells[1].textContent ?? '').trim();
   }
-  if (tip) {
-    return (tip.textContent ?? '').trim();
-  }
-  const title = span.getAttribute('title') ?? '';
-  const match = /:\s*([0-9.]+%)/.exec(title.split('\n')[0]);
+  const match = /:\s*([0-9.]+%)/.exec((span.getAttribute('title') ?? '').split('\n')[0]);
   return match ? match[1] : null;
 }
 
