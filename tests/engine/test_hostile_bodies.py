@@ -237,3 +237,19 @@ def test_non_finite_log_probabilities_are_reported_as_openais_floor():
     assert LOGPROB_FLOOR == -9999.0
     assert [_finite(v) for v in (float("nan"), float("-inf"), -1e30, float("inf"), -1.5)] == [
         -9999.0, -9999.0, -9999.0, 0.0, -1.5]
+
+
+def test_smollm2_checks_token_ids_against_its_own_vocabulary(smollm2_engine):
+    # SmolLM2 sometimes served {"1000000": 5} silently, writing past its 49152 logits.
+    body = {"messages": M, "max_tokens": 2}
+    for bias in ({"1000000": 5}, {"49152": 5}):
+        with pytest.raises(EngineRequestError) as info:
+            smollm2_engine.chat_completions({**body, "logit_bias": bias})
+        assert info.value.message.startswith(
+            "'logit_bias' token ids must be between 0 and 49151, got ")
+    with pytest.raises(EngineRequestError) as info:
+        smollm2_engine.chat_completions({**body, "temperature": 1, "top_k": 49152})
+    assert info.value.message == (
+        "'top_k' must be at most 49151 (the vocabulary size minus one), got 49152.")
+    served = smollm2_engine.chat_completions({**body, "logit_bias": {"49151": -100}})
+    assert served["usage"]["completion_tokens"] >= 1
