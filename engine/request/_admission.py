@@ -512,7 +512,7 @@ def _template_kwargs(body, config: EngineConfig) -> tuple[tuple[str, Any], ...]:
 
 
 # -- fields this engine cannot honour ----------------------------------------------------------
-def _refuse_unsupported(body, kind: str) -> None:
+def _refuse_unsupported(body) -> None:
     """Refuse options that, silently ignored, would return something the caller did not ask for."""
     n = body.get("n", 1)
     if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
@@ -600,7 +600,7 @@ def admit(
     if not isinstance(body, Mapping):
         _fail("The request body must be a JSON object.", None)
     _check_tree(body)
-    _refuse_unsupported(body, kind)
+    _refuse_unsupported(body)
     if body.get("adapters") not in (None, config.adapter_path):
         _fail("Per-request adapters are not supported; pass adapter_path to Engine.", "adapters")
     stream = _flag(body, "stream")
