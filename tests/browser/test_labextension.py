@@ -3,6 +3,7 @@
 - A saved notebook opened with no kernel: each turn is drawn by the extension's MIME
   renderer (``.mlxnb-turn-native``, an element only it makes), reasoning expands, and the
   token view shows a probability on hover.
+- Math in a turn is typeset by JupyterLab's MathJax, code keeps Python's highlighting.
 - ``%%chat`` cells are highlighted as Markdown: an apostrophe does not colour the rest.
 - The engine panel (opened by ``%mlx panel``) lists a streaming request, its Stop ends it
   within 2 s, the prompt-cache entry shows with its bytes, "clear cache" empties it, and
@@ -324,3 +325,26 @@ def test_the_engine_panel_follows_the_current_notebooks_kernel(lab, notebook_pag
     page.evaluate("""() => {
         for (const w of window.jupyterapp.shell.widgets('main')) w.context?.sessionContext.shutdown();
     }""")
+
+
+def test_the_renderer_typesets_math_and_keeps_highlighted_code(lab, browser):
+    from mlx_notebook.display import turn_mimebundle
+    from mlx_notebook.turn import Turn
+
+    content = "Euler: $e^{i\\pi}+1=0$\n\n```python\nprint('hi')  # greet\n```"
+    turn = Turn(model="demo-model", session="default", request={"messages": [{"role": "user", "content": "?"}]},
+                content=content, finish_reason="stop")
+    data, metadata = turn_mimebundle(turn)
+    cell = nbformat.v4.new_code_cell("%%chat\n?", execution_count=1, outputs=[
+        nbformat.v4.new_output("display_data", data=data, metadata=metadata)])
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), lab.root / "math.ipynb")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        _open_without_kernel(page, lab, "math.ipynb")
+        native = page.locator(".jp-Notebook .jp-Cell").first.locator(".mlxnb-turn-native")
+        native.locator(".mlxnb-content mjx-container").first.wait_for(timeout=30_000)
+        assert "\\(" not in native.locator(".mlxnb-content").inner_text()
+        assert native.locator('pre.mlxnb-code span[style*="color"]').count() >= 2
+    finally:
+        context.close()
