@@ -82,5 +82,5 @@ def test_every_tutorial_import_comes_with_the_lab_install(tutorial):
 
 
 def test_the_tutorials_are_found_and_their_imports_read():
-    assert len(TUTORIALS) == 6
+    assert len(TUTORIALS) >= 7  # 01..06 and the instruments; the notebooks' own test lists them by name
     assert {"pandas", "matplotlib", "mlx_notebook"} <= set().union(*map(_tutorial_imports, TUTORIALS))
