@@ -16,6 +16,11 @@ or a ``%%chat --compare`` comparison, ``application/vnd.mlx-notebook.compare+jso
   ``LOGPROB_TOLERANCE``: logprobs depend on the hardware's arithmetic (OpenBLAS and mlx's
   bundled BLAS differ in the sixth digit; Metal differs more).
 
+- The token view (``%%chat --tokens``, HTML starting ``<div class="mlxnb-tokens"``) is
+  compared by its tokens: its probabilities and colours are the turn record's logprobs,
+  which are compared above at ``LOGPROB_TOLERANCE``; as text they would differ in the last
+  digit between machines.
+
 Switch it off with ``-p no:mlx_notebook``.
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 __all__ = ["LOGPROB_TOLERANCE", "TURN_MIME_TYPE", "COMPARE_MIME_TYPE", "comparable_record",
@@ -65,6 +71,31 @@ def records_match(test: Any, ref: Any, tolerance: float = LOGPROB_TOLERANCE) -> 
 def _record_type(data: Any) -> str | None:
     """Which of our records ``data`` (an output's MIME bundle) carries, if any."""
     return next((mime for mime in _RECORD_MIME_TYPES if mime in (data or {})), None)
+
+
+_TOKEN_VIEW = '<div class="mlxnb-tokens'
+# Numbers the token view derives from logprobs: percentages, data-p, and the hsla() shading.
+_TOKEN_VIEW_NUMBERS = re.compile(r'[0-9]+(?:\.[0-9]+)?%|data-p="[^"]*"|hsla\([^)]*\)')
+
+
+def comparable_token_view(html: str) -> str:
+    """The token view's HTML with the numbers derived from logprobs blanked."""
+    return _TOKEN_VIEW_NUMBERS.sub("<n>", html)
+
+
+def _without_token_view_numbers(outputs: list) -> list:
+    reduced = []
+    for out in outputs:
+        html = (out.get("data") or {}).get("text/html")
+        if isinstance(html, list):  # nbformat may keep multi-line strings as lists of lines
+            html = "".join(html)
+        if isinstance(html, str) and html.startswith(_TOKEN_VIEW):
+            out = out.copy()
+            out["data"] = out["data"].copy()
+            out["data"]["text/html"] = comparable_token_view(html)
+            out["data"].pop("text/plain", None)  # the same probabilities, as text
+        reduced.append(out)
+    return reduced
 
 
 def _is_turn(output: dict) -> bool:
@@ -144,6 +175,7 @@ def _patch_nbval() -> None:
     def compare_outputs_by_record(self, test, ref, skip_compare=None):
         if any(map(_is_turn, test)) or any(map(_is_turn, ref)):
             test, ref = _comparable_outputs(test, ref)
+        test, ref = _without_token_view_numbers(test), _without_token_view_numbers(ref)
         return compare_outputs(self, test, ref, skip_compare)
 
     IPyNbFile.get_kernel_message = get_kernel_message_applying_turn_updates

@@ -19,7 +19,8 @@ from nbclient import NotebookClient
 
 from mlx_notebook.display import TURN_MIME_TYPE
 from mlx_notebook.nbval_plugin import TURN_MIME_TYPE as PLUGIN_MIME_TYPE
-from mlx_notebook.nbval_plugin import comparable_record, records_match
+from mlx_notebook.display import token_view_html
+from mlx_notebook.nbval_plugin import comparable_record, comparable_token_view, records_match
 
 CELLS = [
     "%load_ext mlx_notebook",
@@ -50,6 +51,17 @@ def test_turn_records_compare_without_volatile_fields_and_at_logprob_precision()
     rerun["logprobs"][0]["logprob"] = -0.1234567
     rerun["reasoning_stats"]["tokens"] = 40
     assert not records_match(comparable_record(rerun), comparable_record(saved))
+
+
+def test_the_token_view_compares_by_its_tokens_not_its_last_digits():
+    def view(token, logprob):
+        return token_view_html([{"token": token, "logprob": logprob,
+                                 "top_logprobs": [{"token": token, "logprob": logprob}, {"token": "x", "logprob": -3.0}]}])
+
+    saved = view("Paris", -0.25019)
+    assert comparable_token_view(view("Paris", -0.25021)) == comparable_token_view(saved)
+    assert view("Paris", -0.25021) != saved  # the HTML itself differs in the last digit
+    assert comparable_token_view(view("Lyon", -0.25019)) != comparable_token_view(saved)
 
 
 def _stock_nbval(path, cwd, *options):
