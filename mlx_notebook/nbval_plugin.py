@@ -32,7 +32,7 @@ import re
 from typing import Any
 
 __all__ = ["LOGPROB_TOLERANCE", "TURN_MIME_TYPE", "COMPARE_MIME_TYPE", "comparable_record",
-           "records_match"]
+           "records_match", "comparable_token_view"]
 
 # Our display package imports widgets and the engine; the plugin loads in every pytest run
 # of the environment, so the MIME type is repeated here (a test checks they agree).
