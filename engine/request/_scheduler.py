@@ -107,6 +107,9 @@ class _Active:
     """Segment kinds still to snapshot, last first (popped as segments complete)."""
     guard: _Guard | None = None
     """Catches this request's sampler/processor failures inside the batched step."""
+    offset: int = 0
+    """Prompt tokens already in its cache when the batch took it: its progress counts them,
+    as the single stream's does (so a prompt moved off the single stream never goes back)."""
 
 
 class Scheduler:
@@ -264,7 +267,7 @@ class Scheduler:
             stop_sequences=[self._stops(request.stop)],
         )
         del cache
-        self.active[uid] = _Active(job, reply, kinds[::-1], guard)
+        self.active[uid] = _Active(job, reply, kinds[::-1], guard, cached)
         # Room for the KV caches being decoded comes out of the prompt cache's budget.
         self.cache.trim_to(self.config.prompt_cache_bytes - self.batch.prompt_cache_nbytes)
 
@@ -273,6 +276,7 @@ class Scheduler:
         a, self._single_active = self._single_active, None
         cache, tokens, rest = single.detach()
         a.guard = _Guard()
+        a.offset = len(tokens)
         (uid,) = self.batch.insert_segments(
             segments=[[rest]],
             max_tokens=[single.request.max_tokens - single.generated],
@@ -346,7 +350,8 @@ class Scheduler:
                 continue
             if a.job.cancel.is_set():
                 continue  # ends at the next step, like the single stream: no news after it
-            a.job.out.put(PrefillProgress(*r.progress))
+            done, total = r.progress
+            a.job.out.put(PrefillProgress(done + a.offset, total + a.offset))
             if r.end_of_segment and not r.end_of_prompt and a.snapshot_kinds:
                 snapshot.append(r.uid)
         if snapshot:

@@ -52,4 +52,8 @@ def test_a_short_request_arriving_during_a_long_prefill_is_answered_before_it_en
     # And the long reply, finished on the batch, is the one it gives alone.
     rest = so_far + list(long.events())
     assert "".join(e.text for e in rest if isinstance(e, ContentDelta)) == solo
+    # Its progress, read on across the move, counts on: one total, never going back.
+    steps = [first, *(e for e in rest if isinstance(e, PrefillProgress))]
+    assert len({p.total for p in steps}) == 1
+    assert all(a.processed <= b.processed for a, b in zip(steps, steps[1:]))
     assert engine.active_requests == 0
