@@ -317,6 +317,7 @@ class MlxMagics(Magics):
 
         HTTP clients and %%chat cells share the engine and are batched together; %mlx status
         lists the requests being served. The listener stops with the kernel or with --stop.
+        Returns the listener (server = %mlx serve: server.url, server.token).
         """
         args = _parse(self._serve, line, "%mlx serve")
         if args.stop:
@@ -336,6 +337,7 @@ class MlxMagics(Magics):
             self.listener = Listener(engine, host=args.host, port=args.port,
                                      token=args.token).start()
         display(reports.serving(self.listener, reports.model_name(engine)))
+        return self.listener
 
     @magic_arguments(name="mlx panel")
     def _panel(self, line: str):

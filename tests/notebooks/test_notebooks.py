@@ -29,7 +29,7 @@ ROOT = HERE.parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
 EXPECTED = [
     "01-quickstart", "02-reasoning-and-tools", "03-parser-lab", "04-prompt-cache-lab",
-    "05-request-path", "06-teaching-sampling", "07-instruments",
+    "05-request-path", "06-teaching-sampling", "07-instruments", "08-scaling-out",
 ]
 BUDGET_SECONDS = 180  # issue 7: each notebook runs in under 3 minutes on the CI CPUs
 
