@@ -230,11 +230,13 @@ class EngineThread:
     def _loop(self, scheduler: Scheduler) -> None:
         inbox = self.inbox
         while not self._stopping:
-            if scheduler.idle:
+            hold = 0.1 if scheduler.idle else scheduler.hold_seconds()
+            if hold is not None:  # nothing to compute yet: wait for news, not in a spin
                 try:
-                    self._handle(inbox.get(timeout=0.1), scheduler)
+                    self._handle(inbox.get(timeout=hold), scheduler)
                 except Empty:
-                    continue
+                    if scheduler.idle:
+                        continue
             while not inbox.empty():
                 self._handle(inbox.get_nowait(), scheduler)
             if not scheduler.idle:

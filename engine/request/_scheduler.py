@@ -14,6 +14,7 @@ Engine-thread only: nothing here is touched from another thread except a job's c
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -45,6 +46,15 @@ _GREEDY = make_sampler(0.0)  # shared so an all-greedy batch samples in one call
 _CPU_FLOAT32_PREFILL_STEP = 64
 _CPU_SLOW_PREFILL_STEP = 4
 _GPU_PREFILL_STEP = 2048
+
+# Requests that come while others are running are held a moment and join the batch together,
+# as batch_generate's prompts do: each join costs a prefill call that waits for the decode
+# step in flight, a merge of the batch's KV caches and, on a GPU, kernels for a new batch
+# shape. Measured on an H200 (1B bf16, 32 clients submitting at once): joined as they came,
+# 7 prefill calls took 0.34 s against batch_generate's 4 in 0.04 s. Held until this quiet gap
+# after the last arrival, at most the longer wait after the first, or a full prefill batch.
+_ARRIVAL_QUIET_S = 0.004
+_ARRIVAL_MAX_WAIT_S = 0.02
 
 
 def default_prefill_step_size(model) -> int:
@@ -138,6 +148,9 @@ class Scheduler:
                                   or default_prefill_step_size(model))
         self.batch = self._new_batch()
         self.active: dict[int, _Active] = {}
+        self.arrivals: list[Job] = []
+        """Jobs held to join the batch together (see _ARRIVAL_QUIET_S)."""
+        self._arrival_times = (0.0, 0.0)  # (first, last) arrival held
         self.others_waiting = lambda: False
         """Set by the engine thread: whether another job waits in its inbox. A prompt being
         read alone then moves onto the batch between chunks, so a short request arriving
@@ -160,11 +173,21 @@ class Scheduler:
 
     @property
     def idle(self) -> bool:
-        return not self.active and self.single is None and not self.waiting
+        return not self.active and self.single is None and not self.waiting and not self.arrivals
 
     @property
     def running(self) -> int:
-        return len(self.active) + (self.single is not None) + len(self.waiting)
+        return (len(self.active) + (self.single is not None) + len(self.waiting)
+                + len(self.arrivals))
+
+    def hold_seconds(self) -> float | None:
+        """How long the engine thread may wait for news before ``step`` has work: None
+        while something computes, else until the held arrivals are due."""
+        if self.active or self.single is not None or self.waiting or not self.arrivals:
+            return None
+        first, last = self._arrival_times
+        due = min(last + _ARRIVAL_QUIET_S, first + _ARRIVAL_MAX_WAIT_S)
+        return max(0.0, due - time.perf_counter())
 
     # -- admission onto the batch ----------------------------------------------------------
     def _sampler(self, request: GenerationRequest):
@@ -217,7 +240,22 @@ class Scheduler:
         if self.draft_model is not None and (self.single is not None or self.waiting):
             self.waiting.append(job)
             return
+        if self.draft_model is None and not self.idle:  # joins a running batch
+            now = time.perf_counter()
+            self._arrival_times = (self._arrival_times[0] if self.arrivals else now, now)
+            self.arrivals.append(job)
+            return
         self._start(job, alone)
+
+    def _admit_arrivals(self) -> None:
+        first, last = self._arrival_times
+        now = time.perf_counter()
+        if len(self.arrivals) < self.batch.prefill_batch_size and (
+                now - last < _ARRIVAL_QUIET_S and now - first < _ARRIVAL_MAX_WAIT_S):
+            return
+        jobs, self.arrivals = self.arrivals, []
+        for job in jobs:
+            self._start_waiting(job, alone=False)
 
     def _start(self, job: Job, alone: bool) -> None:
         request, prompt = job.request, job.prompt
@@ -324,6 +362,8 @@ class Scheduler:
         """One prefill chunk and/or one decode step for everything running."""
         if self.waiting:
             self._next_waiting()
+        if self.arrivals:
+            self._admit_arrivals()
         if self.single is not None:
             self._step_single()
             return
@@ -386,9 +426,9 @@ class Scheduler:
         if self.single is None and self.waiting:
             self._start_waiting(self.waiting.popleft())
 
-    def _start_waiting(self, job: Job) -> None:
+    def _start_waiting(self, job: Job, alone: bool = True) -> None:
         try:
-            self._start(job, alone=True)
+            self._start(job, alone=alone)
         except Exception as e:  # a bad job fails alone, as when it arrives (EngineThread._handle)
             log.exception("could not schedule %s", job.request_id)
             job.out.put(Error(f"Could not schedule the request: {e}"))
@@ -441,6 +481,9 @@ class Scheduler:
         self.active.clear()
         while self.waiting:
             self.waiting.popleft().out.put(Error(message, type))
+        jobs, self.arrivals = self.arrivals, []
+        for job in jobs:
+            job.out.put(Error(message, type))
 
     def close(self) -> None:
         self.batch.close()

@@ -1,0 +1,40 @@
+"""Requests that arrive while another decodes are held a moment and join the batch together
+(as batch_generate's prompts do): each still gets its own reply, and one cancelled while it
+waits to join ends cancelled without a token."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlx_notebook.engine import ContentDelta, Finished, ReasoningDelta, Started
+
+pytestmark = pytest.mark.model
+
+
+def _text(events) -> str:
+    return "".join(e.text for e in events if isinstance(e, (ContentDelta, ReasoningDelta)))
+
+
+def _expected(scripts, name: str) -> str:
+    return scripts[name]["reply"].replace("<think>", "").replace("</think>", "")
+
+
+def test_requests_joining_a_running_reply_each_get_their_own_reply_and_a_cancel_while_held(
+        tiny_engine, script_body, scripts, engine_thread_held):
+    first = tiny_engine.submit(script_body("long_story", max_tokens=120))
+    events = first.events()
+    assert isinstance(next(events), Started)
+    names = ["reason_then_answer", "system_prompt", "thinking_disabled"]
+    with engine_thread_held(tiny_engine):  # they reach the engine together, mid-reply
+        late = [tiny_engine.submit(script_body(name, max_tokens=120)) for name in names]
+        cancelled = tiny_engine.submit(script_body("reason_then_answer", max_tokens=120))
+        tiny_engine._thread.call_soon(cancelled.cancel)  # runs while it is held to join
+    for name, handle in zip(names, late):
+        got = list(handle.events())
+        assert isinstance(got[-1], Finished), name
+        assert _expected(scripts, name).startswith(_text(got)) and len(_text(got)) > 5, name
+    got = list(cancelled.events())
+    assert got[-1] == Finished("cancelled") and _text(got) == ""
+    rest = list(events)
+    assert isinstance(rest[-1], Finished)
+    assert tiny_engine.active_requests == 0
