@@ -15,7 +15,8 @@ tokens without a logits processor. For each shape and dtype it prints, engine / 
   notebook cells and HTTP clients do), against ``batch_generate`` on the same prompt tokens;
 - a follow-up turn's time to first token (history served from the prompt cache) against the
   same turn cold, at each ``--history`` size;
-- prefill tokens/s of a cold ``--prefill``-token prompt against ``stream_generate``'s.
+- prefill tokens/s of a cold ``--prefill``-token prompt against ``stream_generate``'s, both
+  given the text (each tokenizes it).
 
 Rounds alternate which side goes first, after a warm-up at each N; figures compare each side's
 best round (the least disturbed by anything else on the machine).
@@ -228,9 +229,9 @@ def prefill(engine: Engine, size: int, rounds: int) -> dict:
             pass
         return len(prompt) / (time.perf_counter() - t0)
 
-    def theirs():
+    def theirs():  # from the text too: stream_generate tokenizes it, as the engine does
         t0 = time.perf_counter()
-        for _ in stream_generate(engine._thread.model, engine.tokenizer, mx.array(prompt),
+        for _ in stream_generate(engine._thread.model, engine.tokenizer, body["prompt"],
                                  max_tokens=1):
             pass
         return len(prompt) / (time.perf_counter() - t0)
@@ -238,6 +239,55 @@ def prefill(engine: Engine, size: int, rounds: int) -> dict:
     a, b = _alternate(rounds, ours, theirs)
     return {"ratio": max(a) / max(b), "tokens": len(prompt), "engine_tps": max(a),
             "mlx_tps": max(b)}
+
+
+def profile(engine: Engine, n: int, tokens: int) -> dict:
+    """Where each side's time goes at N concurrent requests (one run each, timers patched in).
+
+    Counts and seconds of mlx-lm's decode steps, prefill calls and batch merges on both
+    sides; on the engine side also the scheduler's whole step, the reply streams' per-token
+    path and the callers' submit (admission, rendering, tokenizing).
+    """
+    from mlx_lm.generate import GenerationBatch, PromptProcessingBatch
+
+    from mlx_notebook.engine.request._reply_stream import ReplyStream
+    from mlx_notebook.engine.request._scheduler import Scheduler
+
+    timed = {"decode_step": (GenerationBatch, "next"), "prefill": (PromptProcessingBatch, "prompt"),
+             "merge": (GenerationBatch, "extend"), "scheduler_step": (Scheduler, "step"),
+             "on_token": (ReplyStream, "on_token"), "submit": (Engine, "submit")}
+    stats: dict = {}
+
+    def wrap(name, fn):
+        def timed_fn(*a, **k):
+            if name == "prefill" and not a[1]:  # mlx-lm calls it every step, often with nothing
+                return fn(*a, **k)
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                count, total = stats.get(name, (0, 0.0))
+                stats[name] = (count + 1, total + time.perf_counter() - t0)
+        return timed_fn
+
+    originals = {name: getattr(cls, attr) for name, (cls, attr) in timed.items()}
+    bodies = [{**_chat(i), "max_tokens": tokens} for i in range(n)]
+    prompts = [list(engine.inspect(b).token_ids) for b in bodies]
+    out = {}
+    try:
+        for name, (cls, attr) in timed.items():
+            setattr(cls, attr, wrap(name, originals[name]))
+        for side, run in (("engine", lambda: _engine_aggregate(engine, bodies)),
+                          ("mlx", lambda: _mlx_aggregate(engine, prompts, tokens))):
+            stats.clear()
+            t0 = time.perf_counter()
+            tps = run()
+            out[side] = {"tok/s": round(tps), "wall_s": round(time.perf_counter() - t0, 3),
+                         **{k: (c, round(t, 4)) for k, (c, t) in stats.items()}}
+    finally:
+        for name, (cls, attr) in timed.items():
+            setattr(cls, attr, originals[name])
+    return out
 
 
 def bench_model(path: Path, args) -> dict:
@@ -249,6 +299,8 @@ def bench_model(path: Path, args) -> dict:
         for n in args.n:
             row["aggregate"][n] = aggregate(engine, n, args.tokens, args.rounds)
             print(f"  N={n} {row['aggregate'][n]}", flush=True)
+        for n in args.profile:
+            print(f"  profile N={n} {profile(engine, n, args.tokens)}", flush=True)
         row["follow_up"] = {h: follow_up(engine, h, args.rounds) for h in args.history}
         print(f"  follow-up {row['follow_up']}", flush=True)
         row["prefill"] = {p: prefill(engine, p, args.rounds) for p in args.prefill}
@@ -280,6 +332,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--history", nargs="+", type=int, default=[650, 8000])
     parser.add_argument("--prefill", nargs="+", type=int, default=[4096, 16384])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--profile", nargs="*", type=int, default=[],
+                        help="N at which to print where each side's time goes")
     parser.add_argument("--tokenizer", help="a model dir whose tokenizer to use (default: the "
                                             "default model's)")
     parser.add_argument("--json", help="also write the results here")
