@@ -126,7 +126,8 @@ class ChunkReader:
             tokens = logprobs.get("tokens") or []
             values = logprobs.get("token_logprobs") or []
             tops = logprobs.get("top_logprobs") or [{}] * len(tokens)
-            return [TokenLogprobs(-1, t, float(v), tuple((k, float(x)) for k, x in (top or {}).items()))
+            return [TokenLogprobs(-1, t, float(v),
+                                  tuple((k, float(x)) for k, x in (top or {}).items()))
                     for t, v, top in zip(tokens, values, tops)]
         return [TokenLogprobs(-1, item["token"], float(item["logprob"]),
                               tuple((t["token"], float(t["logprob"]))

@@ -27,7 +27,7 @@ import httpx
 
 from .._config import EngineConfig
 from .._errors import EngineDeadError, EngineError, EngineRequestError
-from .._events import EngineEvent, Error, Finished, Started
+from .._events import EngineEvent, Error, Started
 from ..models._info import ModelInfo
 from ..parsing import get_family
 from ..parsing._families import ALIASES
@@ -347,7 +347,7 @@ class RemoteHandle:
         return f"<RemoteHandle {self.id} {self.request.kind} {state}>"
 
 
-# -- errors as one sentence ---------------------------------------------------------------------------
+# -- errors as one sentence -------------------------------------------------------------------
 def _api_root(url: str) -> str:
     url = url.strip().rstrip("/")
     if not re.match(r"^https?://", url):

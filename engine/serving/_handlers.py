@@ -101,7 +101,8 @@ class _Base(RequestHandler):
              param: str | None = None, code: str | None = None):
         """Answer with an OpenAI error object; returns the future of its flush."""
         self.set_status(status)
-        return self.finish({"error": {"message": message, "type": type, "param": param, "code": code}})
+        error = {"message": message, "type": type, "param": param, "code": code}
+        return self.finish({"error": error})
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         message = {405: f"{self.request.method} is not allowed on {self.request.path}.",
@@ -116,7 +117,8 @@ class _Base(RequestHandler):
         if not token:
             return True
         scheme, _, given = self.request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
+        given = given.strip().encode()
+        if scheme.lower() == "bearer" and hmac.compare_digest(given, token.encode()):
             return True
         self.set_header("WWW-Authenticate", "Bearer")
         self.fail(401, "Missing or wrong API key: send 'Authorization: Bearer TOKEN' with the "

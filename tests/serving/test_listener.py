@@ -292,7 +292,8 @@ def test_served_requests_are_listed_with_the_client_address(
     headers = {"Authorization": f"Bearer {tiny_listener.token}"}
     with httpx.Client(base_url=tiny_listener.url, headers=headers, timeout=120) as client:
         with engine_thread_held(tiny_engine):  # admitted, not yet generated
-            with client.stream("POST", "/chat/completions", json=body) as r:
+            with client.stream("POST", "/chat/completions", json=body) as response:
+                assert response.status_code == 200  # headers go out before any token
                 assert wait_until(lambda: len(tiny_listener.served()) == 1)
                 served = tiny_listener.served()[0]
                 assert served.client.startswith("127.0.0.1:")
