@@ -2,7 +2,7 @@
 
     python benchmarks/bench_gpu.py                       # on a GPU: SmolLM2, 1B and 8B shapes
     python benchmarks/bench_gpu.py --shapes tiny --n 1 2 --tokens 16 --history 100 \\
-        --prefill 256 --dtypes float32                   # on a CPU, in seconds (CI keeps it working)
+        --prefill 256 --dtypes float32                   # on a CPU, in seconds (a test runs it)
 
 Random-weight llama models are written to a temp dir from config shapes (SmolLM2-135M, a 1B
 and an 8B llama), with the default model's tokenizer; the rows of the end-of-sequence tokens in
