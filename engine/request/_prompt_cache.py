@@ -221,9 +221,12 @@ class PromptCache:
                 self._evicted.append(gone)
 
     def clear(self) -> None:
+        """Forget every entry, and what was evicted: a miss after this says the cache is empty."""
         with self._lock:
             self._lru.trim_to(n_sequences=0)
             self._template_args.clear()
+            self._use.clear()
+            self._evicted.clear()
 
     def _source(self, tokens) -> tuple[int, ...] | None:
         """The entry ``fetch_nearest_cache`` will copy for ``tokens`` (as ``_reusable``)."""

@@ -37,6 +37,16 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.fixture(scope="session")
+def server_setup():
+    """``(free_port, prebuilt_extension_dir)`` for tests that start a server of their own.
+
+    A fixture, not an import: the test folders are not packages, so ``from conftest import``
+    gets whichever conftest.py pytest imported first.
+    """
+    return _free_port, PREBUILT_EXTENSION
+
+
 class Lab:
     """A running JupyterLab: where its notebooks live and how to reach it."""
 

@@ -206,15 +206,14 @@ def test_the_engine_panel_lists_stops_and_clears(notebook_page, smollm2_path):
 
 
 @pytest.fixture(scope="module")
-def notebook7(lab):
+def notebook7(lab, server_setup):
     """Notebook 7 (the `notebook` package) on the lab's root, kernels and extension copy."""
     import secrets
     import subprocess
     import sys
     import urllib.request
 
-    from conftest import PREBUILT_EXTENSION, _free_port
-
+    _free_port, PREBUILT_EXTENSION = server_setup
     home = lab.root.parent
     token, port = secrets.token_hex(16), _free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
