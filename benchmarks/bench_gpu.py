@@ -29,7 +29,6 @@ import gc
 import json
 import platform
 import shutil
-import statistics
 import tempfile
 import threading
 import time

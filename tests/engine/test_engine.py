@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mlx_notebook.engine import (
-    ContentDelta, Engine, EngineRequestError, Finished, PrefillProgress, ReasoningDelta, Started,
+    Engine, EngineRequestError, Finished, PrefillProgress, ReasoningDelta, Started,
     TokenLogprobs, ToolCall, Usage,
 )
 

@@ -132,8 +132,6 @@ def test_every_mlx_subcommand_has_help(bare_shell, capsys):
 
 
 def test_help_is_one_overview_of_every_magic_without_markup(bare_shell, capsys):
-    from IPython.core.oinspect import Inspector
-
     _, overview, _ = run(bare_shell, "%mlx help", capsys)
     lines = overview.splitlines()
     for magic in ["%load_model", "%%chat", "%%complete", "%mlx status", "%mlx tools"]:

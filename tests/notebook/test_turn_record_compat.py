@@ -20,7 +20,6 @@ from mlx_notebook.display import (
     turn_markdown,
     turn_mimebundle,
     turn_plain_text,
-    turn_record,
 )
 from mlx_notebook.turn import Round, ToolCallRecord, Turn, Usage
 
