@@ -25,14 +25,6 @@ def _weather_turn(engine, script_body) -> Turn:
 
 
 @pytest.fixture(scope="module")
-def tiny_engine(tiny_reasoner_path):
-    from mlx_notebook.engine import Engine
-
-    with Engine(str(tiny_reasoner_path), progress=False) as engine:
-        yield engine
-
-
-@pytest.fixture(scope="module")
 def weather_turn(tiny_engine, script_body):
     return _weather_turn(tiny_engine, script_body)
 
