@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +38,56 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@contextmanager
+def _jupyter_server(app: str, home: Path, root: Path, options: list[str], log: Path):
+    """``python -m app`` (jupyterlab or notebook) on a free loopback port with a fresh token,
+    its config, runtime and data under ``home`` and this checkout's extension build; yields
+    ``(url, token, process)`` once it answers and stops it afterwards."""
+    token, port = secrets.token_hex(16), _free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(home / "data")}
+    env.pop("LD_PRELOAD", None)  # the server itself runs no model
+    command = [
+        sys.executable, "-m", app, "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}", *options,
+        # The extension as this checkout builds it: extra paths come before the venv's copy,
+        # which an editable install made when it last ran.
+        f"--LabServerApp.extra_labextensions_path={PREBUILT_EXTENSION.parent}",
+    ]
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    process = subprocess.Popen(command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
+                break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"{app} did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+    try:
+        yield url, token, process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 @pytest.fixture(scope="session")
-def server_setup():
-    """``(free_port, prebuilt_extension_dir)`` for tests that start a server of their own.
+def jupyter_server():
+    """``with jupyter_server(app, home, root, options, log) as (url, token, process)``, for
+    tests that start a server of their own (Notebook 7).
 
     A fixture, not an import: the test folders are not packages, so ``from conftest import``
     gets whichever conftest.py pytest imported first.
     """
-    return _free_port, PREBUILT_EXTENSION
+    return _jupyter_server
 
 
 class Lab:
@@ -71,7 +114,7 @@ def lab(tmp_path_factory) -> Lab:
     if not CHROMIUM.exists():
         pytest.fail("Chromium is missing: run bash tests/run.sh as root, or apt-get install chromium")
     home = tmp_path_factory.mktemp("lab")
-    root, data = home / "root", home / "data"
+    root, data = home / "root", home / "data"  # data: _jupyter_server's JUPYTER_DATA_DIR
     root.mkdir()
     settings = home / "settings"
     notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
@@ -86,41 +129,13 @@ def lab(tmp_path_factory) -> Lab:
         "argv": [sys.executable, "-m", "mlx_notebook.kernel", "-f", "{connection_file}"],
         "display_name": "Python 3 (mlx-notebook tests)", "language": "python", "env": kernel_env,
     }))
-    token, port = secrets.token_hex(16), _free_port()
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(data)}
-    env.pop("LD_PRELOAD", None)  # the server itself runs no model
-    log = home / "lab.log"
-    command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={home / 'workspaces'}",
-        f"--LabApp.user_settings_dir={settings}", "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None", "--ServerApp.disable_check_xsrf=False",
-        # The extension as this checkout builds it: extra paths come before the venv's copy,
-        # which an editable install made when it last ran.
-        f"--LabServerApp.extra_labextensions_path={PREBUILT_EXTENSION.parent}",
+    options = [
+        f"--LabApp.workspaces_dir={home / 'workspaces'}", f"--LabApp.user_settings_dir={settings}",
+        "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
+        "--ServerApp.disable_check_xsrf=False",
     ]
-    if os.geteuid() == 0:
-        command.append("--allow-root")
-    process = subprocess.Popen(command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
-                break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"JupyterLab did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.3)
-    yield Lab(root, url, token, process, log)
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    with _jupyter_server("jupyterlab", home, root, options, home / "lab.log") as (url, token, process):
+        yield Lab(root, url, token, process, home / "lab.log")
 
 
 @pytest.fixture(scope="session")

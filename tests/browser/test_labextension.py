@@ -206,48 +206,16 @@ def test_the_engine_panel_lists_stops_and_clears(notebook_page, smollm2_path):
 
 
 @pytest.fixture(scope="module")
-def notebook7(lab, server_setup):
+def notebook7(lab, jupyter_server):
     """Notebook 7 (the `notebook` package) on the lab's root, kernels and extension copy."""
-    import secrets
-    import subprocess
-    import sys
-    import urllib.request
-
-    _free_port, PREBUILT_EXTENSION = server_setup
     home = lab.root.parent
-    token, port = secrets.token_hex(16), _free_port()
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-           "JUPYTER_DATA_DIR": str(home / "data")}
-    env.pop("LD_PRELOAD", None)
-    log = home / "notebook7.log"
-    command = [
-        sys.executable, "-m", "notebook", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={lab.root}",
+    options = [
         f"--JupyterNotebookApp.workspaces_dir={home / 'workspaces7'}",
         f"--JupyterNotebookApp.user_settings_dir={home / 'settings'}",
         "--JupyterNotebookApp.expose_app_in_browser=True",
-        f"--LabServerApp.extra_labextensions_path={PREBUILT_EXTENSION.parent}",
     ]
-    if os.geteuid() == 0:
-        command.append("--allow-root")
-    process = subprocess.Popen(command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
-                break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"Notebook 7 did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.3)
-    yield url, token
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    with jupyter_server("notebook", home, lab.root, options, home / "notebook7.log") as (url, token, _):
+        yield url, token
 
 
 @pytest.mark.model
