@@ -23,12 +23,8 @@ def test_editable_install_maps_the_engine_folder():
 
 
 @pytest.mark.slow
-def test_built_wheel_holds_and_imports_both_packages(tmp_path):
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
-        check=True, capture_output=True,
-    )
-    wheel = next(tmp_path.glob("mlx_notebook-*.whl"))
+def test_built_wheel_holds_and_imports_both_packages(built_wheel, tmp_path):
+    wheel = built_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
     for expected in ["mlx_notebook/__init__.py", "mlx_notebook/engine/__init__.py", "mlx_notebook/engine/models/_store.py"]:
         assert expected in names

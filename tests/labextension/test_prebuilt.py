@@ -67,12 +67,8 @@ def test_the_prebuilt_extension_is_what_the_source_builds(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_built_wheel_installs_the_extension_enabled(tmp_path):
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
-        check=True, capture_output=True,
-    )
-    wheel = next(tmp_path.glob("mlx_notebook-*.whl"))
+def test_the_built_wheel_installs_the_extension_enabled(built_wheel, tmp_path):
+    wheel = built_wheel
     data = "mlx_notebook-0.1.0.data/data/share/jupyter/labextensions/mlx-notebook/"
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {data + name for name in _files(PREBUILT)} <= names
