@@ -16,11 +16,14 @@ import argparse
 import json
 import subprocess
 import sys
-import threading
-import time
 
-from mlx_notebook.engine import Engine, Usage
+from pathlib import Path
+
+from mlx_notebook.engine import Engine
 from mlx_notebook.engine.serving import Listener
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_gpu import _engine_aggregate, write_model  # noqa: E402  (the same consumers)
 
 _CLIENTS = r'''
 import asyncio, json, sys, time
@@ -56,26 +59,10 @@ _PROMPT = "Write a long story about a lighthouse keeper and the sea"
 
 
 def _in_process(engine: Engine, n: int, tokens: int) -> float:
-    counts = [0] * n
-    barrier = threading.Barrier(n + 1)
-
-    def consumer(i: int) -> None:
-        body = {"messages": [{"role": "user", "content": f"{_PROMPT} number {i}."}],
-                "max_tokens": tokens, "temperature": 0.0}
-        barrier.wait()
-        for event in engine.submit(body).events():
-            if type(event) is Usage:
-                counts[i] = event.completion_tokens
-
-    threads = [threading.Thread(target=consumer, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    engine.clear_prompt_cache()
-    barrier.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join()
-    return sum(counts) / (time.perf_counter() - t0)
+    """Aggregate tok/s of ``n`` concurrent requests read in process, as bench_gpu.py reads them."""
+    bodies = [{"messages": [{"role": "user", "content": f"{_PROMPT} number {i}."}],
+               "max_tokens": tokens, "temperature": 0.0} for i in range(n)]
+    return _engine_aggregate(engine, bodies)
 
 
 def _over_http(engine: Engine, listener: Listener, n: int, tokens: int) -> tuple[float, int]:
@@ -102,10 +89,6 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.shape:
         import tempfile
-        from pathlib import Path
-
-        sys.path.insert(0, str(Path(__file__).parent))
-        from bench_gpu import write_model
 
         args.model = str(write_model(Path(tempfile.mkdtemp()), args.shape, "bfloat16",
                                      Path(args.tokenizer)))
