@@ -643,6 +643,7 @@ class MlxMagics(Magics):
                 for view in views:
                     view.layout = ipywidgets.Layout(flex="1 1 0", min_width="0")
                 handle = display(row, display_id=True)
+        comparison = None
         try:
             with as_usage_errors("%%chat"):
                 comparison = run_comparison(engine, sides, labels, views, session=session, **run_options)
@@ -650,7 +651,9 @@ class MlxMagics(Magics):
             if handle is not None:  # the live row gives way to the static comparison
                 from .compare import Comparison, first_divergence
 
-                shown = Comparison(sides, labels, first_divergence(sides[0].logprobs, sides[1].logprobs))
+                # Interrupted, run_comparison returned nothing: show how far both sides got.
+                shown = comparison or Comparison(
+                    sides, labels, first_divergence(sides[0].logprobs, sides[1].logprobs))
                 data, metadata = comparison_mimebundle(shown)
                 handle.update(data, metadata=metadata, raw=True)
                 row.close()

@@ -82,8 +82,8 @@ def _utf16_length(text: str) -> int:
 class _Block:
     """One run of reasoning or content text, or a tool call's place in the reply."""
 
-    __slots__ = ("kind", "text", "pending", "sent_length", "html", "markdown", "tokens", "first",
-                 "last", "call_id", "round")
+    __slots__ = ("kind", "text", "pending", "sent_length", "html", "html_final", "markdown",
+                 "tokens", "first", "last", "call_id", "round")
 
     def __init__(self, kind: str, now: float, call_id: str | None = None, round_: int = 0):
         self.kind = kind
@@ -96,6 +96,8 @@ class _Block:
         self.html: list[str] = []
         """The Markdown blocks the front end already has (content)."""
         self.markdown = MarkdownStream()
+        self.html_final = False
+        """``html`` is the full render of ``text`` (not a streaming tail render)."""
         self.tokens = 0
         self.first = now
         self.last = now
@@ -114,7 +116,8 @@ class _Block:
         if self.kind == "reasoning":
             return {"kind": "reasoning", "text": self.text, "tokens": self.tokens,
                     "seconds": self.seconds, "summary": self.summary()}
-        self.html = self.markdown.render(self.text, final=True)
+        if not self.html_final:
+            self.html, self.html_final = self.markdown.render(self.text, final=True), True
         return {"kind": "content", "text": self.text, "html": self.html, "tokens": self.tokens,
                 "seconds": self.seconds}
 
@@ -258,16 +261,18 @@ class ChatView(anywidget.AnyWidget):
         usage = dict(self.usage)
         streamed = sum(block.tokens for block in self._blocks)
         usage["completion_tokens"] = max(usage.get("completion_tokens", 0), streamed)
-        record = {"usage": usage, "timings": dict(self.timings), "finish_reason": self.finish_reason,
-                  "error": self.error, "interrupted": self.phase == "stopped",
+        record = {**self._record(), "usage": usage, "timings": dict(self.timings),
                   "model_dtype": self.model_dtype, "think_budget": self._turn.think_budget}
         return [list(item) for item in footer_items(record, finished=self.phase in _TERMINAL)]
 
+    def _record(self) -> dict:
+        """What the static renderer's status reads, as this view knows it so far."""
+        return {"finish_reason": self.finish_reason, "error": self.error,
+                "interrupted": self.phase == "stopped"}
+
     def _show_end(self) -> None:
         """Set the status and footer once the phase is final (or back to streaming)."""
-        record = {"finish_reason": self.finish_reason, "error": self.error,
-                  "interrupted": self.phase == "stopped"}
-        self.status = status_label(record) if self.phase in _TERMINAL else ""
+        self.status = status_label(self._record()) if self.phase in _TERMINAL else ""
         self.footer = self._footer_items()
 
     def finish(self, turn: Turn) -> tuple[dict, dict]:
@@ -356,6 +361,7 @@ class ChatView(anywidget.AnyWidget):
             self.phase = kind  # a switch: one state message, never per token
         current.text += text
         current.pending += text
+        current.html_final = False
         current.tokens += 1
         current.last = now
         self._maybe_flush()
@@ -423,6 +429,7 @@ class ChatView(anywidget.AnyWidget):
                 started = self._clock()  # the view's own clock: a test's fake clock sees no cost
                 html = block.markdown.render(block.text, final=not streaming)
                 self._render_seconds = self._clock() - started
+                block.html_final = not streaming
                 keep = _common_prefix_length(block.html, html)
                 message.update(keep=keep, html=html[keep:])
                 block.html = html
