@@ -9,11 +9,13 @@ parsers: adding a module is all it takes, there is no registry to keep in sync.
 from __future__ import annotations
 
 import importlib
+from functools import lru_cache
 from types import ModuleType
 
 __all__ = ["encoder_for"]
 
 
+@lru_cache(maxsize=64)  # every render asks; a failed import would search the path each time
 def encoder_for(model_type: str | None) -> ModuleType | None:
     """The encoder module for ``model_type``, or None when the model's chat template applies."""
     if not model_type or not model_type.isidentifier() or model_type.startswith("_"):
