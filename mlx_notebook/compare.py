@@ -1,9 +1,13 @@
-"""``%%chat --compare``: one message, two option sets, two replies decoded side by side.
+"""``%%chat --compare``: one message, two option sets or two models, two replies side by side.
 
-Both sides are ordinary requests on the one request path, submitted together so the engine
-batches them, each with its own tool loop and its own live card. Both ask for log-probabilities:
-the token where the replies part is found from the tokens the model actually produced, not
-guessed from the text. Neither reply joins the session on its own: ``choose(i)`` adds one.
+Both sides are ordinary requests on the one request path, each with its own tool loop and its
+own live card. Sides on one engine are submitted together so it batches them; sides on two
+engines (``model=NAME``, a model loaded with ``%load_model SPEC --name NAME``) run at once, each
+on its engine's thread. Both ask for log-probabilities. On one model the replies part at the
+first token the model produced differently (token ids compared). Two models' tokenizers cut
+the same text into different tokens, so there the replies part at the first *character* where
+their texts differ, and each pane marks its own token holding that character. Neither reply
+joins the session on its own: ``choose(i)`` adds one.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from .display import TURN_MIME_TYPE, token_view_html, turn_css, turn_mimebundle
 from .runner import run_turn
 from .turn import Turn
 
-__all__ = ["Comparison", "run_comparison", "first_divergence", "comparison_mimebundle",
-           "COMPARE_MIME_TYPE"]
+__all__ = ["Comparison", "run_comparison", "compare_turns", "first_divergence",
+           "first_text_divergence", "comparison_mimebundle", "COMPARE_MIME_TYPE"]
 
 COMPARE_MIME_TYPE = "application/vnd.mlx-notebook.compare+json"
 """A comparison's record: its labels, where the replies part, and both turns' records."""
@@ -34,15 +38,49 @@ def first_divergence(a: list[Any] | None, b: list[Any] | None) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
+def first_text_divergence(a: list[Any] | None, b: list[Any] | None
+                          ) -> tuple[int | None, tuple[int | None, int | None]]:
+    """Where two replies from different tokenizers part: (the first character where their
+    token texts, joined, differ, or None when the texts are equal; on each side the index of
+    the token holding that character, None past its end)."""
+    texts = [[t["token"] for t in side or []] for side in (a, b)]
+    joined = ["".join(side) for side in texts]
+    at = next((i for i, (x, y) in enumerate(zip(*joined)) if x != y), None)
+    if at is None:
+        if len(joined[0]) == len(joined[1]):
+            return None, (None, None)
+        at = min(map(len, joined))
+    marks = []
+    for side in texts:
+        end, mark = 0, None
+        for i, token in enumerate(side):
+            end += len(token)
+            if end > at:
+                mark = i
+                break
+        marks.append(mark)
+    return at, (marks[0], marks[1])
+
+
 @dataclass(eq=False)
 class Comparison:
-    """Two turns of one message under two option sets (``sides``), and where they part."""
+    """Two turns of one message under two option sets or two models (``sides``), and where
+    they part."""
 
     sides: list[Turn]
     labels: list[str]
     diverges_at: int | None = None
-    """First token index where the replies differ (None: the same tokens)."""
+    """Where the replies part (None: they are the same): a token index when both sides ran
+    on one model (``by == "token"``), a character index into the replies' text when they ran
+    on two (``by == "text"``: their tokenizers differ)."""
+    by: str = "token"
+    marks: tuple[int | None, int | None] | None = None
+    """The token each side's token view outlines; None: ``diverges_at`` on both."""
     _session: Any = field(default=None, repr=False)
+
+    def marked(self, side: int) -> int | None:
+        """The token index side ``side`` marks as where the replies part."""
+        return self.diverges_at if self.marks is None else self.marks[side]
 
     def choose(self, side: int) -> Turn:
         """Continue the conversation with side ``side`` (0 or 1): it joins the session."""
@@ -53,19 +91,37 @@ class Comparison:
         return turn
 
     def summary(self) -> str:
-        where = ("the same tokens" if self.diverges_at is None
-                 else f"they diverge at token {self.diverges_at}")
+        same = "the same tokens" if self.by == "token" else "the same text"
+        where = same if self.diverges_at is None else f"they diverge at {self.by} {self.diverges_at}"
         return f"compare {self.labels[0]!r} vs {self.labels[1]!r}: {where}"
 
     def _repr_mimebundle_(self, **_: Any) -> tuple[dict, dict]:
         return comparison_mimebundle(self)
 
 
+def compare_turns(sides: list[Turn], labels: list[str], *, same_model: bool = True,
+                  session: Any = None) -> Comparison:
+    """The comparison of two finished (or stopped) turns: by token on one model, by text on two."""
+    a, b = sides[0].logprobs, sides[1].logprobs
+    if same_model:
+        return Comparison(sides, labels, first_divergence(a, b), _session=session)
+    at, marks = first_text_divergence(a, b)
+    return Comparison(sides, labels, at, by="text", marks=marks, _session=session)
+
+
 def _divergence_line(comparison: Comparison) -> str:
     at = comparison.diverges_at
+    tokens = [turn.logprobs or [] for turn in comparison.sides]
+    if comparison.by == "text":
+        models = (f"{comparison.sides[0].model} and {comparison.sides[1].model} cut text into "
+                  "different tokens, so the replies are compared by text")
+        if at is None:
+            return f"{models}: both say the same."
+        shown = [f"token {i} {t[i]['token']!r}" if i is not None else "(ended)"
+                 for i, t in zip(comparison.marks or (None, None), tokens)]
+        return f"{models}: they diverge at character {at}: {shown[0]} vs {shown[1]}."
     if at is None:
         return "Both replies are the same tokens."
-    tokens = [turn.logprobs or [] for turn in comparison.sides]
     shown = [repr(t[at]["token"]) if at < len(t) else "(ended)" for t in tokens]
     return f"They diverge at token {at}: {shown[0]} vs {shown[1]}."
 
@@ -74,13 +130,13 @@ def comparison_mimebundle(comparison: Comparison) -> tuple[dict, dict]:
     """Both finished cards side by side, each made by the one turn renderer, with the token
     where they part outlined in each side's token view."""
     panes, texts, records = [], [], []
-    for label, turn in zip(comparison.labels, comparison.sides):
+    for i, (label, turn) in enumerate(zip(comparison.labels, comparison.sides)):
         data, _ = turn_mimebundle(turn)
         records.append(data[TURN_MIME_TYPE])
         panes.append(
             '<div class="mlxnb-compare-side" style="flex:1;min-width:0">'
             f'<div class="mlxnb-compare-label" style="font-size:12px;color:#57606a">{html.escape(label)}</div>'
-            f'{data["text/html"]}{token_view_html(turn.logprobs, mark=comparison.diverges_at)}</div>')
+            f'{data["text/html"]}{token_view_html(turn.logprobs, mark=comparison.marked(i))}</div>')
         texts.append(f"--- {label} ---\n{data['text/plain']}")
     line = _divergence_line(comparison)
     body = (f'<div class="mlxnb-compare"><style>{turn_css()}</style>'
@@ -89,6 +145,8 @@ def comparison_mimebundle(comparison: Comparison) -> tuple[dict, dict]:
             f'<div style="display:flex;gap:12px;align-items:flex-start">{"".join(panes)}</div></div>')
     record = {"version": 1, "labels": list(comparison.labels), "diverges_at": comparison.diverges_at,
               "sides": records}
+    if comparison.by != "token":  # two models: the index is a character's; each pane marks its token
+        record.update(by=comparison.by, marks=list(comparison.marks or (None, None)))
     data = {COMPARE_MIME_TYPE: record, "text/html": body, "text/plain": "\n".join([line, *texts])}
     metadata = {"mlx_notebook": {"compare": comparison.labels, "diverges_at": comparison.diverges_at}}
     return data, metadata
@@ -122,16 +180,18 @@ class _Pane:
         self.view.finish(turn)
 
 
-def run_comparison(engine: Any, sides: list[Turn], labels: list[str], views: list[Any] | None,
+def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: list[Any] | None,
                    *, session: Any = None, **run_options: Any) -> Comparison:
-    """Run both turns at once (each on its own thread, so the engine batches them) and fold
-    each into its view. A ``KeyboardInterrupt`` stops both and is raised again."""
+    """Run both turns at once and fold each into its view. ``engines`` is one engine, or one
+    per side: each side runs on its own thread, so one engine batches both and two engines
+    decode at once. A ``KeyboardInterrupt`` stops both and is raised again."""
+    engines = list(engines) if isinstance(engines, (list, tuple)) else [engines, engines]
     panes = [_Pane(view) for view in views] if views else [None, None]
     failures: list[BaseException] = []
 
     def side(i: int) -> None:
         try:
-            run_turn(engine, sides[i], panes[i], **run_options)
+            run_turn(engines[i], sides[i], panes[i], **run_options)
         except BaseException as exc:  # shown on the cell's thread
             failures.append(exc)
 
@@ -156,5 +216,4 @@ def run_comparison(engine: Any, sides: list[Turn], labels: list[str], views: lis
                 pane.finish(turn)
     if failures:
         raise failures[0]
-    return Comparison(sides, labels, first_divergence(sides[0].logprobs, sides[1].logprobs),
-                      _session=session)
+    return compare_turns(sides, labels, same_model=engines[0] is engines[1], session=session)

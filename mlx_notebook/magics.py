@@ -64,6 +64,16 @@ def _parse(func: Any, line: str, magic: str):
         raise UsageError(f"{magic}: cannot split the options ({exc}); check the quotes.") from None
 
 
+DEFAULT_ENGINE = "default"
+"""What ``--compare model=...`` calls the engine ``%load_model`` loads without ``--name``."""
+
+
+def _check_engine_name(name: str | None) -> None:
+    if name is not None and (name == DEFAULT_ENGINE or not name.isidentifier()):
+        raise UsageError(f"%load_model: '{name}' cannot name a model; use a Python-style name "
+                         f"other than '{DEFAULT_ENGINE}' (e.g. --name b).")
+
+
 def _in_kernel(shell: Any) -> bool:
     return getattr(shell, "kernel", None) is not None
 
@@ -75,6 +85,8 @@ class MlxMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.engine: Any = None
+        self.named_engines: dict[str, Any] = {}
+        """Engines loaded beside the default one (``%load_model SPEC --name NAME``), by name."""
         self.listener: Any = None  # the %mlx serve HTTP listener, while it serves
         self.sessions = SessionStore()
         self.defaults: dict[str, str] = {}
@@ -92,11 +104,30 @@ class MlxMagics(Magics):
             listener, self.listener = self.listener, None
             listener.stop()
         self._close_engine()
+        while self.named_engines:
+            self.named_engines.popitem()[1].close()
 
     def _close_engine(self) -> None:
         if self.engine is not None:
             engine, self.engine = self.engine, None
             engine.close()
+
+    def _close_named(self, name: str) -> bool:
+        """Close the engine loaded as ``name``; False when there is none."""
+        engine = self.named_engines.pop(name, None)
+        if engine is not None:
+            engine.close()
+        return engine is not None
+
+    def _engine_named(self, name: str | None, magic: str) -> Any:
+        """The engine a ``--compare`` side names (``default`` or None: the unnamed one)."""
+        if name in (None, DEFAULT_ENGINE):
+            return self._engine(magic)
+        if name not in self.named_engines:
+            loaded = ", ".join([DEFAULT_ENGINE] * (self.engine is not None) + list(self.named_engines))
+            raise UsageError(f"{magic}: no model is loaded as '{name}' (loaded: {loaded or 'none'}); "
+                             f"load one with %load_model SPEC --name {name}.")
+        return self.named_engines[name]
 
     # ----------------------------------------------------------------- %load_model
 
@@ -116,6 +147,10 @@ class MlxMagics(Magics):
     @argument("--draft-model", default=None, metavar="SPEC", help="A small model for speculative decoding.")
     @argument("--chat-template", default=None, metavar="FILE", help="A Jinja chat template file to use instead of the model's.")
     @argument("--no-progress", action="store_true", help="Do not show progress bars while loading.")
+    @argument("--name", default=None, metavar="NAME",
+              help="Load the model beside the current one under NAME (the current model stays "
+                   "the default), for %%%%chat --compare model=NAME ...; loading NAME again "
+                   "replaces it, %%mlx unload NAME frees it.")
     @argument_group("Default sampling for every request (the server's flags)")
     @argument("--temp", "--temperature", dest="temperature", type=float, default=None, help="Default temperature.")
     @argument("--top-p", type=float, default=None, help="Default nucleus sampling threshold.")
@@ -136,6 +171,7 @@ class MlxMagics(Magics):
     def load_model(self, line: str = ""):
         """Start (or replace) the kernel-resident engine with a model and print what it is."""
         args = _parse(self.load_model, line, "%load_model")
+        _check_engine_name(args.name)
         if args.remote is not None:
             return self._load_remote(args)
         from mlx_notebook.engine import Engine, EngineConfig
@@ -150,6 +186,14 @@ class MlxMagics(Magics):
                 adapter_path=args.adapter, draft_model=args.draft_model,
                 chat_template=read_template(args.chat_template), default_sampling=sampling,
             )
+        if args.name is not None:  # beside the default; a model of that name is freed first
+            self._close_named(args.name)
+            with as_usage_errors("%load_model"):
+                engine = self.named_engines[args.name] = Engine(config=config)
+            display(reports.model_summary(engine.model_info))
+            display(reports.text(f"Loaded as '{args.name}': %%chat --compare model=default "
+                                 f"model={args.name} compares it with the default model."))
+            return
         # Free the old model first: two models at once may not fit in memory. A running
         # %mlx serve answers 503 meanwhile and then serves the new model.
         if self.listener is not None:
@@ -174,6 +218,11 @@ class MlxMagics(Magics):
         with as_usage_errors("%load_model"):  # connected first: a wrong URL keeps the engine
             engine = RemoteEngine(args.remote, api_key=args.api_key, model=args.model,
                                   family=args.family)
+        if args.name is not None:
+            self._close_named(args.name)
+            self.named_engines[args.name] = engine
+            display(reports.text(f"{engine.summary()} Loaded as '{args.name}'."))
+            return
         self._close_engine()
         self.engine = engine
         if self.listener is not None:
@@ -208,7 +257,10 @@ class MlxMagics(Magics):
     @argument("--compare", nargs=2, type=compare_side, default=None, metavar=("A", "B"),
               help="Send the message twice, with option sets A and B over the cell's flags "
                    "(e.g. \"temperature=0\" \"temperature=1.2 seed=3\"): both replies stream side "
-                   "by side, decoded together, and the token where they diverge is marked. "
+                   "by side, decoded together, and the token where they diverge is marked. A side "
+                   "may name a model loaded with %%load_model SPEC --name NAME (\"model=NAME "
+                   "temperature=0\"; model=default is the unnamed one): two models decode at "
+                   "once and are compared by text, since their tokens differ. "
                    "Neither joins the session; _.choose(0) or _.choose(1) adds one.")
     @sampling_arguments
     @output_arguments
@@ -222,7 +274,11 @@ class MlxMagics(Magics):
         and keeps it in the session (_.drop() removes it).
         """
         args = self._chat_args(line, "%%chat", self.chat)
-        engine = self._engine("%%chat")
+        if args.compare:  # each side on the engine it names
+            engines = [self._engine_named(side.model, "%%chat") for side in args.compare]
+            engine = engines[0]
+        else:
+            engine = self._engine("%%chat")
         text = self._cell_text(cell, args, "%%chat")
         with as_usage_errors("%%chat"):
             tools = resolve_tools(tool_names(args.tools), self.shell.user_ns)
@@ -235,7 +291,7 @@ class MlxMagics(Magics):
         if tools:
             body["tools"] = [t.schema() for t in tools]
 
-        def make_turn(body: dict) -> Turn:
+        def make_turn(body: dict, engine: Any = engine) -> Turn:
             return Turn(model=reports.model_name(engine), session=session.name, request=body,
                         user_message=body["messages"][-1], options=set_options(args),
                         tools_offered=[t.name for t in tools], model_dtype=_model_dtype(engine))
@@ -244,9 +300,10 @@ class MlxMagics(Magics):
         max_rounds = args.max_rounds or DEFAULT_MAX_ROUNDS
         if args.compare:
             # Both sides ask for log-probabilities: the divergence is found on real tokens.
-            bodies = [{**body, **fields, "logprobs": True, "top_logprobs": args.tokens or 5}
-                      for _, fields in args.compare]
-            return self._compare(engine, [make_turn(b) for b in bodies], [label for label, _ in args.compare],
+            bodies = [{**body, **side.fields, "logprobs": True, "top_logprobs": args.tokens or 5}
+                      for side in args.compare]
+            return self._compare(engines, [make_turn(b, e) for b, e in zip(bodies, engines)],
+                                 [side.label for side in args.compare],
                                  args, session, tools=tools, confirm=confirm, max_rounds=max_rounds)
         turn = make_turn(body)
         try:
@@ -302,6 +359,13 @@ class MlxMagics(Magics):
             display(reports.text(json.dumps(self.panel.snapshot(), indent=1)))
             return
         display(reports.status(self.engine, self.listener))
+        if self.named_engines:  # %load_model SPEC --name NAME
+            display(reports.text("\n".join(
+                ["named models (%%chat --compare model=NAME):"]
+                + [f"  {name}: {reports.model_name(engine)}, "
+                   f"{'healthy' if engine.healthy else 'stopped'}, "
+                   f"{plural(engine.active_requests, 'active request')}"
+                   for name, engine in self.named_engines.items()])))
 
     @magic_arguments(name="mlx serve")
     @argument("--port", type=int, default=8080, metavar="N",
@@ -351,13 +415,27 @@ class MlxMagics(Magics):
                              "\"MLX: Open engine panel\")."))
 
     @magic_arguments(name="mlx unload")
+    @argument("name", nargs="?", default=None,
+              help="A model loaded with %%load_model SPEC --name NAME (default: the unnamed model, "
+                   "which also stops %%mlx serve).")
     def _unload(self, line: str):
         """Stop the engine and free the model's memory (sessions are kept)."""
-        _parse(self._unload, line, "%mlx unload")
+        args = _parse(self._unload, line, "%mlx unload")
+        if args.name not in (None, DEFAULT_ENGINE):
+            if args.name not in self.named_engines:
+                raise UsageError(f"%mlx unload: no model is loaded as '{args.name}'; %mlx status "
+                                 "lists the loaded ones.")
+            model = reports.model_name(self.named_engines[args.name])
+            self._close_named(args.name)
+            display(reports.text(f"Unloaded {model} ('{args.name}')."))
+            return
         if self.engine is None:
             raise UsageError("%mlx unload: no model is loaded, so there is nothing to unload.")
         name = reports.model_name(self.engine)
-        self.close()
+        if self.listener is not None:
+            listener, self.listener = self.listener, None
+            listener.stop()
+        self._close_engine()  # named models stay loaded
         display(reports.text(f"Unloaded {name}."))
 
     @magic_arguments(name="mlx cache")
@@ -624,9 +702,9 @@ class MlxMagics(Magics):
         if args.raw:
             display(reports.chunk_table(turn.chunks))
 
-    def _compare(self, engine: Any, sides: list[Turn], labels: list[str], args: Any, session: Any,
-                 **run_options: Any) -> Any:
-        from .compare import comparison_mimebundle, run_comparison
+    def _compare(self, engines: list[Any], sides: list[Turn], labels: list[str], args: Any,
+                 session: Any, **run_options: Any) -> Any:
+        from .compare import compare_turns, comparison_mimebundle, run_comparison
 
         views, handle = None, None
         if not args.no_stream and _in_kernel(self.shell):
@@ -646,14 +724,11 @@ class MlxMagics(Magics):
         comparison = None
         try:
             with as_usage_errors("%%chat"):
-                comparison = run_comparison(engine, sides, labels, views, session=session, **run_options)
+                comparison = run_comparison(engines, sides, labels, views, session=session, **run_options)
         finally:
             if handle is not None:  # the live row gives way to the static comparison
-                from .compare import Comparison, first_divergence
-
                 # Interrupted, run_comparison returned nothing: show how far both sides got.
-                shown = comparison or Comparison(
-                    sides, labels, first_divergence(sides[0].logprobs, sides[1].logprobs))
+                shown = comparison or compare_turns(sides, labels, same_model=engines[0] is engines[1])
                 data, metadata = comparison_mimebundle(shown)
                 handle.update(data, metadata=metadata, raw=True)
                 row.close()

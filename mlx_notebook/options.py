@@ -11,6 +11,7 @@ import argparse
 import json
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -36,6 +37,7 @@ __all__ = [
     "CONFIG_ALIASES",
     "option_set",
     "compare_side",
+    "CompareSide",
 ]
 
 # (flags, dest, type, help); dest is also the body field.
@@ -223,6 +225,33 @@ def option_set(text: str) -> dict[str, Any]:
     return fields
 
 
-def compare_side(text: str) -> tuple[str, dict[str, Any]]:
-    """One ``--compare`` argument: its text (the side's label) and the fields it sets."""
-    return text, option_set(text)
+@dataclass(frozen=True, slots=True)
+class CompareSide:
+    """One ``--compare`` argument, parsed."""
+
+    label: str
+    """The argument as written: the side's label in the card."""
+    fields: dict[str, Any]
+    """The request body fields it sets over the cell's flags."""
+    model: str | None = None
+    """``model=NAME``: the engine it runs on (``%load_model SPEC --name NAME``; ``default`` is
+    the unnamed one); None: the default engine."""
+
+
+def compare_side(text: str) -> CompareSide:
+    """One ``--compare`` argument: ``"model=b temperature=0"`` -> its label, fields and model."""
+    model, rest = None, []
+    try:
+        items = shlex.split(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"cannot split '{text}' ({exc}); check the quotes") from None
+    for item in items:
+        key, sep, value = item.partition("=")
+        if key.strip() == "model" and sep:
+            if not value.strip():
+                raise argparse.ArgumentTypeError(
+                    "'model=' names no model; write model=NAME with a name given to %load_model --name")
+            model = value.strip()
+        else:
+            rest.append(shlex.quote(item))
+    return CompareSide(text, option_set(" ".join(rest)), model)
