@@ -5,18 +5,29 @@ prompt, an earlier turn of the same conversation) share a trunk. The tree is a r
 the entries' tokens: a node holds the tokens its branch adds (decoded, elided in the middle),
 and a node that ends an entry shows that entry's bytes, hits and age. Static HTML and plain
 text, so a saved notebook keeps it.
+
+A turn whose lookup missed (or hit only partly) learns where its prompt left that tree
+(``cache_parting``): how many tokens it shared, the text where it parted, what the cached
+branch said there and how many entries that branch holds. ``watch_cache`` notes it on the
+round as the request starts, so the live card shows it while the reply streams and the
+saved card keeps it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .display import format_bytes, format_seconds, plural
+from .display import format_bytes, format_seconds, notices_html, plural
 
-__all__ = ["CacheNode", "cache_tree", "tree_report", "session_reuse"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["CacheNode", "cache_tree", "tree_report", "session_reuse", "CacheParting",
+           "cache_parting", "watch_cache"]
 
 _SHOWN_CHARACTERS = 64
 """A node's decoded text longer than this is elided in the middle."""
@@ -180,3 +191,151 @@ def tree_report(info: Any, decode: Callable[[list[int]], str], *, now: float | N
     body = rich(root)
     return Report("\n".join(lines),
                   f"<div class=\"mlxnb-cache-tree\"><b>{html.escape(head)}</b>{body}</div>")
+
+
+# -- where a missed prompt left the tree ------------------------------------------------------
+
+_PARTING_CONTEXT_TOKENS = 12
+"""Tokens decoded on each side of the parting point (the card elides the text further)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheParting:
+    """Where a prompt whose lookup missed left the prompt cache's tree."""
+
+    shared_tokens: int
+    """Leading prompt tokens some cached entry holds too (the lookup's ``diverged_at``)."""
+    prompt_tokens: int
+    shared_text: str
+    """The last few shared tokens, decoded: the text right before the parting point."""
+    prompt_text: str
+    """The prompt's next few tokens from the parting point, decoded."""
+    cached_text: str
+    """What the cached branch has there instead (its most recently filed entry), decoded."""
+    branch_start: int
+    """Where the tree node the prompt left starts (``%mlx cache --tree`` labels it "N tokens
+    from START"); equal to ``shared_tokens`` when the prompt left at a branch point."""
+    branch_entries: int
+    """Cached entries on the branch the prompt left."""
+    reason: str | None = None
+    """The engine's one-sentence reason for the miss."""
+
+
+def _shared(a: "np.ndarray", b: "np.ndarray") -> int:
+    """How many leading tokens ``a`` and ``b`` share (compared in C: prompts run long)."""
+    import numpy as np
+
+    n = min(len(a), len(b))
+    differ = np.flatnonzero(a[:n] != b[:n])
+    return int(differ[0]) if len(differ) else n
+
+
+def _left_node(root: CacheNode, prompt: "np.ndarray", at: int) -> CacheNode:
+    """The node the prompt left after ``at`` shared tokens: the node holding the parting
+    point, or the branch point where none of its children goes the prompt's way."""
+    node = root
+    while True:
+        child = next((c for c in node.children if c.start < len(prompt)
+                      and c.tokens[0] == prompt[c.start]), None)
+        if child is None:
+            return node
+        if child.end > at:
+            return child
+        node = child
+
+
+def cache_parting(info: Any, request_id: str, prompt: Sequence[int],
+                  decode: Callable[[list[int]], str]) -> CacheParting | None:
+    """Where ``prompt`` (request ``request_id``'s tokens) left the tree of ``info.prompts``,
+    by the lookup ``info.lookups`` recorded for it; None when it left no cached entry behind
+    (a hit, the prompt only extends an entry, an empty cache, or the entries are gone).
+
+    Only entries that share exactly the lookup's ``diverged_at`` tokens and go on count: an
+    entry sharing more was filed after the lookup (this request's own prefill snapshots).
+    """
+    import numpy as np  # here: %load_ext does not import it
+
+    lookup = next((item for item in reversed(info.lookups) if item.request_id == request_id), None)
+    if lookup is None or lookup.diverged_at is None:
+        return None
+    at, ids = lookup.diverged_at, np.asarray(prompt, dtype=np.int64)
+    seen = [(entry, _shared(np.asarray(entry.tokens, dtype=np.int64), ids)) for entry in info.prompts]
+    left = [entry for entry, shared in seen if shared == at and len(entry.tokens) > at]
+    if not left:
+        return None
+    node = _left_node(cache_tree([entry for entry, shared in seen if shared <= at]), ids, at)
+    branch = [n.entry for n in node.walk() if n.entry is not None and len(n.entry.tokens) > at]
+    context = _PARTING_CONTEXT_TOKENS
+    return CacheParting(
+        shared_tokens=at, prompt_tokens=len(ids),
+        shared_text=decode([int(t) for t in ids[max(0, at - context):at]]),
+        prompt_text=decode([int(t) for t in ids[at:at + context]]),
+        cached_text=decode(list(left[-1].tokens[at:at + context])),
+        branch_start=node.start if node.end > at else at, branch_entries=len(branch) or len(left),
+        reason=lookup.miss_reason)
+
+
+class _CacheWatch:
+    """A ``runner.View`` that, when a round's prompt-cache lookup missed, notes where the
+    prompt left the cache tree on the round (before the view sees ``Started``) and shows it
+    under the live card's header; every call is forwarded to ``inner`` (or to none)."""
+
+    def __init__(self, engine: Any, turn: Any, inner: Any, kind: str, card: Any) -> None:
+        self._engine, self._turn, self._inner, self._kind, self._card = engine, turn, inner, kind, card
+
+    def handle(self, event: Any) -> None:
+        if type(event).__name__ == "Started" and event.cached_tokens < event.prompt_tokens - 1:
+            self._note(event.request_id)
+        if self._inner is not None:
+            self._inner.handle(event)
+
+    def _note(self, request_id: str) -> None:
+        from mlx_notebook.engine import EngineError
+
+        round_ = self._turn.rounds[-1] if self._turn.rounds else None
+        info_of = getattr(self._engine, "cache_info", None)
+        if round_ is None or info_of is None:
+            return
+        info = info_of()
+        if not any(item.request_id == request_id for item in info.lookups):
+            return  # a remote engine keeps no lookups; the local one only the last few
+        try:  # the prompt's tokens, rendered again on the one request path
+            tokens = self._engine.inspect(round_.request, kind=self._kind).token_ids
+        except EngineError:
+            return
+        round_.cache_parting = cache_parting(info, request_id, tokens, self._engine.tokenizer.decode)
+        if round_.cache_parting is not None and hasattr(self._card, "notices"):
+            self._card.notices = notices_html(_live_record(self._turn))
+
+    def display(self) -> None:
+        if self._inner is not None:
+            self._inner.display()
+
+    def tool_result(self, call_id: str, result: Any = None, error: str | None = None) -> None:
+        if self._inner is not None:
+            self._inner.tool_result(call_id, result, error)
+
+    def on_stop(self, callback: Callable[[], None]) -> None:
+        if self._inner is not None:
+            self._inner.on_stop(callback)
+
+    def offer_tools(self, names: list[str], unsupported: bool) -> None:
+        if self._inner is not None:
+            self._inner.offer_tools(names, unsupported)
+
+    def finish(self, turn: Any) -> None:
+        if self._inner is not None:
+            self._inner.finish(turn)
+
+
+def _live_record(turn: Any) -> dict:
+    """What ``notices_html`` reads, from a turn still streaming."""
+    return {"tools_offered": list(turn.tools_offered), "tools_unsupported": bool(turn.tools_unsupported),
+            "rounds": [{"cache_parting": None if r.cache_parting is None
+                        else dataclasses.asdict(r.cache_parting)} for r in turn.rounds]}
+
+
+def watch_cache(engine: Any, turn: Any, view: Any, *, kind: str = "chat", card: Any = None) -> _CacheWatch:
+    """``view`` (a ``runner.View`` or None) with the cache parting noted on each round whose
+    lookup missed; ``card`` is the live ``ChatView`` whose notices show it (default: ``view``)."""
+    return _CacheWatch(engine, turn, view, kind, view if card is None else card)

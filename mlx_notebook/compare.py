@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .cache_tree import watch_cache
 from .display import TURN_MIME_TYPE, token_view_html, turn_css, turn_mimebundle
 from .runner import run_turn
 from .turn import Turn
@@ -191,7 +192,9 @@ def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: li
 
     def side(i: int) -> None:
         try:
-            run_turn(engines[i], sides[i], panes[i], **run_options)
+            card = panes[i].view if panes[i] is not None else None
+            run_turn(engines[i], sides[i], watch_cache(engines[i], sides[i], panes[i], card=card),
+                     **run_options)
         except BaseException as exc:  # shown on the cell's thread
             failures.append(exc)
 

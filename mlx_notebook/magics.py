@@ -36,6 +36,7 @@ from .options import (
     set_options,
     tool_names,
 )
+from .cache_tree import watch_cache
 from .runner import DEFAULT_MAX_ROUNDS, run_turn
 from .sessions import DEFAULT_SESSION, Session, SessionStore
 from .terminal import TerminalView
@@ -681,8 +682,10 @@ class MlxMagics(Magics):
         if args.show_request:
             display(reports.request(turn.request))
         view = None if args.no_stream else self._view(turn)
+        kind = kwargs.get("kind", "chat")
+        watched = watch_cache(engine, turn, view, kind=kind)  # a missed lookup's cache parting
         try:
-            with as_usage_errors(magic), self.panel.tracking(turn, view, kind=kwargs.get("kind", "chat")) as tracked:
+            with as_usage_errors(magic), self.panel.tracking(turn, watched, kind=kind) as tracked:
                 run_turn(engine, turn, tracked, **kwargs)
         except KeyboardInterrupt:
             # Kernel › Interrupt or Ctrl-C: the turn is recorded as stopped and shown; the
@@ -753,7 +756,7 @@ class MlxMagics(Magics):
         display(branch_note(branch.branched_from), raw=True)
         view = self._view(branch)
         with as_usage_errors("turn.branch"):
-            run_turn(engine, branch, view, kind="completion")
+            run_turn(engine, branch, watch_cache(engine, branch, view, kind="completion"), kind="completion")
         view.finish(branch)
         if branch.exception is not None:
             raise usage_error("turn.branch", branch.exception)

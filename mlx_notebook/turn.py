@@ -67,6 +67,9 @@ class Round:
     recorded: Any = field(default=None, repr=False, compare=False)
     """What the model produced and the stream filter made of it (a ``testing.RecordedReply``:
     token ids, deltas, family), kept for ``Turn.to_fixture``; None for a completion."""
+    cache_parting: Any = None
+    """Where this call's prompt left the prompt cache's tree when its lookup missed or hit
+    only partly (a ``cache_tree.CacheParting``); None otherwise."""
 
     def __post_init__(self) -> None:
         self.tool_calls = [_typed(call, ToolCallRecord) for call in self.tool_calls]

@@ -14,7 +14,7 @@ from ._turn_html import (
     turn_css,
     turn_html,
 )
-from ._turn_parts import tools_offered_line, tools_unsupported_warning, turn_parts
+from ._turn_parts import cache_parting_lines, tools_offered_line, tools_unsupported_warning, turn_parts
 from ._turn_record import (
     TURN_MIME_TYPE,
     TURN_SCHEMA_VERSION,
@@ -30,5 +30,5 @@ __all__ = [
     "code_html", "markdown_blocks", "MarkdownStream", "notices_html", "tool_card_html", "footer_items", "format_bytes", "status_label", "reasoning_summary",
     "reasoning_text", "pretty_json", "probability_colour", "json_safe", "format_seconds",
     "fixed", "plural", "turn_parts", "tools_offered_line", "tools_unsupported_warning",
-    "finish_reason_name",
+    "finish_reason_name", "cache_parting_lines",
 ]

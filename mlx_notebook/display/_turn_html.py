@@ -16,7 +16,7 @@ from typing import Any
 from ._footer import footer_items, status_label
 from ._markdown import markdown_html
 from ._numbers import format_seconds, plural
-from ._turn_parts import tools_offered_line, tools_unsupported_warning, turn_parts
+from ._turn_parts import cache_parting_lines, tools_offered_line, tools_unsupported_warning, turn_parts
 
 __all__ = ["turn_html", "turn_css", "reasoning_summary", "reasoning_text", "pretty_json",
            "tool_card_html", "notices_html"]
@@ -106,13 +106,17 @@ def _reasoning_panel(part: dict) -> str:
 
 
 def notices_html(record: dict) -> str:
-    """The lines under the header: which tools were offered, and a warning when the model's
-    template could not show them (reads ``tools_offered`` and ``tools_unsupported``)."""
+    """The lines under the header: which tools were offered, a warning when the model's
+    template could not show them (reads ``tools_offered`` and ``tools_unsupported``), and where
+    a prompt whose cache lookup missed left the cache tree (``rounds[i].cache_parting``)."""
     out = []
     if line := tools_offered_line(record):
         out.append(f'<div class="mlxnb-tools-offered" style="{_MUTED}">{html.escape(line)}</div>')
     if warning := tools_unsupported_warning(record):
         out.append(f'<div class="mlxnb-warning" style="color:#7a5b00">⚠ {html.escape(warning)}</div>')
+    for line, reason in cache_parting_lines(record):  # where a missed prompt left the cache tree
+        title = f' title="{html.escape(reason)}"' if reason else ""
+        out.append(f'<div class="mlxnb-cache-parting" style="{_MUTED}"{title}>{html.escape(line)}</div>')
     return "".join(out)
 
 

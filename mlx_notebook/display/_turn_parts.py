@@ -15,7 +15,10 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["turn_parts", "tools_offered_line", "tools_unsupported_warning"]
+__all__ = ["turn_parts", "tools_offered_line", "tools_unsupported_warning", "cache_parting_lines"]
+
+_PARTING_CHARACTERS = 32
+"""Each text around a cache parting point is cut to about this many characters."""
 
 
 def _reasoning(text: str, stats: dict | None) -> dict:
@@ -70,3 +73,31 @@ def tools_unsupported_warning(record: dict) -> str | None:
         return None
     return (f"This model's chat template cannot show tools: the model never saw "
             f"{', '.join(offered)}.")
+
+
+def _near(text: str, *, before: bool) -> str:
+    """Text next to a parting point, newlines shown, cut away from the point: ``…user⏎``."""
+    text = text.replace("\n", "⏎")
+    if len(text) <= _PARTING_CHARACTERS:
+        return text
+    return "…" + text[-_PARTING_CHARACTERS:] if before else text[:_PARTING_CHARACTERS] + "…"
+
+
+def cache_parting_lines(record: dict) -> list[tuple[str, str | None]]:
+    """One ``(line, the engine's reason)`` per round whose prompt left the prompt cache's tree
+    (``rounds[i].cache_parting``): how much it shared, and the text where it parted."""
+    rounds = record.get("rounds") or []
+    out = []
+    for number, round_ in enumerate(rounds):
+        parting = round_.get("cache_parting")
+        if not parting:
+            continue
+        entries = parting["branch_entries"]
+        line = (f"prompt cache: shared {parting['shared_tokens']} of {parting['prompt_tokens']} "
+                f"prompt tokens, then left a cached branch ({entries} "
+                f"{'entry' if entries == 1 else 'entries'} from token {parting['branch_start']}): "
+                f"after “{_near(parting['shared_text'], before=True)}” this prompt has "
+                f"“{_near(parting['prompt_text'], before=False)}” where the cache has "
+                f"“{_near(parting['cached_text'], before=False)}”")
+        out.append((f"round {number + 1} · {line}" if len(rounds) > 1 else line, parting.get("reason")))
+    return out

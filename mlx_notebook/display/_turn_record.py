@@ -8,6 +8,7 @@ field.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from typing import Any
@@ -88,6 +89,8 @@ def _round(round_: Round, reasoning_stats: dict | None) -> dict:
     if reasoning_stats is not None:
         out["reasoning_stats"] = {"tokens": reasoning_stats.get("tokens"),
                                   "seconds": json_safe(reasoning_stats.get("seconds"))}
+    if round_.cache_parting is not None:  # only a round whose prompt-cache lookup missed
+        out["cache_parting"] = json_safe(dataclasses.asdict(round_.cache_parting))
     return out
 
 
