@@ -9,7 +9,6 @@ built from the events on the caller's side.
 from __future__ import annotations
 
 import atexit
-import threading
 import time
 import uuid
 from dataclasses import replace
@@ -27,6 +26,7 @@ from .request._inspection import Inspection, request_options
 from .models._info import ModelInfo, WeightsSummary, describe_weights
 from .request._prompt_cache import CacheInfo
 from .request._rendering import RenderedPrompt, check_chat_template, render
+from .request._text_encoder import TextEncoder
 from .request._handle import RequestHandle
 from .request._job import Job
 from .request._think_budget import think_budget_for
@@ -78,7 +78,6 @@ class Engine:
         # Check default_sampling the way a request body is checked, before loading anything.
         admit({"prompt": ""}, kind="completion", config=self.config)  # raises on bad values
         self._thread = EngineThread(self.config)
-        self._render_lock = threading.Lock()
         self._closed = False
         self._thread.start()
         try:
@@ -88,6 +87,7 @@ class Engine:
             # A template the sandbox refuses is the model's problem: say so now, not as
             # every request's invalid_request_error.
             check_chat_template(self._thread.tokenizer, self._model_info.model_type)
+            self._text_encoder = TextEncoder(self._thread.tokenizer)
         except BaseException:
             self._thread.stop()
             raise
@@ -196,7 +196,7 @@ class Engine:
         # Templates render in parallel on the callers' threads; only tokenizing takes the
         # lock (HF fast tokenizers are not safe for concurrent use).
         prompt = render(request, self.tokenizer, model_type=self.model_info.model_type,
-                        tokenize_lock=self._render_lock,
+                        encoder=self._text_encoder,
                         context_length=None if self.config.max_kv_size else self._limits.context_length)
         think_budget_for(self.tokenizer, request, prompt)  # a model without markers refuses it here
         context = self.model_info.context_length

@@ -10,13 +10,13 @@ Models that ship a Python encoder instead of a Jinja template (DeepSeek-V4) rend
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .._upstream import role_mapping_prompt
 from ._admission import GenerationRequest
 from ._prompt_encoders import encoder_for
+from ._text_encoder import TextEncoder
 from .._errors import EngineError, EngineRequestError
 
 __all__ = ["Segment", "RenderedPrompt", "render", "check_chat_template"]
@@ -87,7 +87,7 @@ def _chat_text(request: GenerationRequest, tokenizer, model_type: str) -> str:
         ) from e
 
 
-def _segments(request, tokenizer, tokens: list[int], kwargs: dict[str, Any], lock=None) -> tuple:
+def _segments(request, tokenizer, tokens: list[int], kwargs: dict[str, Any], encoder) -> tuple:
     """System / conversation / thinking-tail split, as mlx_lm.server computes it."""
     n = len(tokens)
     messages = request.messages
@@ -106,8 +106,7 @@ def _segments(request, tokenizer, tokens: list[int], kwargs: dict[str, Any], loc
                 head, tools=list(request.tools) if request.tools else None,
                 add_generation_prompt=False, tokenize=False, **kwargs,
             )
-            with lock or nullcontext():
-                sys_tokens = tokenizer.encode(sys_text, add_special_tokens=False)
+            sys_tokens = encoder.encode(sys_text, add_special_tokens=False)
         except Exception:  # a template that refuses an empty user turn: no system segment
             sys_tokens = []
         for i, (a, b) in enumerate(zip(sys_tokens, tokens)):
@@ -136,22 +135,21 @@ def _segments(request, tokenizer, tokens: list[int], kwargs: dict[str, Any], loc
 CHARS_PER_TOKEN_BOUND = 32
 
 
-def _encode(tokenizer, text: str, lock, param: str, max_chars: int | None = None,
+def _encode(encoder: TextEncoder, text: str, param: str, max_chars: int | None = None,
             **kwargs) -> list[int]:
     if max_chars is not None and len(text) > max_chars:
         raise EngineRequestError(
             f"The prompt is {len(text)} characters, more than the model's context can hold; "
             "shorten it.", param=param, code="context_length_exceeded")
-    with lock or nullcontext():
-        try:
-            return tokenizer.encode(text, **kwargs)
-        except Exception as e:  # admission refuses what tokenizers choke on; this is a backstop
-            raise EngineRequestError(f"The prompt could not be tokenized: {e}.",
-                                     param=param) from e
+    try:
+        return encoder.encode(text, **kwargs)
+    except Exception as e:  # admission refuses what tokenizers choke on; this is a backstop
+        raise EngineRequestError(f"The prompt could not be tokenized: {e}.",
+                                 param=param) from e
 
 
-def _completion_tokens(prompt: str, tokenizer, lock, max_chars) -> list[int]:
-    tokens = _encode(tokenizer, prompt, lock, "prompt", max_chars)
+def _completion_tokens(prompt: str, tokenizer, encoder: TextEncoder, max_chars) -> list[int]:
+    tokens = _encode(encoder, prompt, "prompt", max_chars)
     if not tokens:
         # OpenAI serves an empty prompt as the start of a document: the model reads one
         # beginning-of-text token (mlx-lm cannot prefill zero tokens).
@@ -166,31 +164,32 @@ def _completion_tokens(prompt: str, tokenizer, lock, max_chars) -> list[int]:
 
 
 def render(request: GenerationRequest, tokenizer, *, model_type: str = "",
-           tokenize_lock=None, context_length: int | None = None) -> RenderedPrompt:
+           encoder: TextEncoder | None = None, context_length: int | None = None) -> RenderedPrompt:
     """Render and tokenize ``request`` for ``tokenizer`` (an mlx-lm TokenizerWrapper).
 
     The template renders on the caller's thread without a lock (one slow render never holds
-    up another caller's); only the tokenizer calls take ``tokenize_lock``. With
-    ``context_length``, a text that cannot fit it is refused before tokenizing.
+    up another caller's); only the tokenizer calls take ``encoder``'s lock (the engine's one
+    ``TextEncoder``, which remembers the conversation's pieces). With ``context_length``, a
+    text that cannot fit it is refused before tokenizing.
     """
-    lock = tokenize_lock
+    encoder = encoder or TextEncoder(tokenizer)
     limit = CHARS_PER_TOKEN_BOUND * context_length if context_length else None
     if request.kind == "completion":
         if isinstance(request.prompt, tuple):  # token ids: exactly these, no tokenizer
             return RenderedPrompt(tokenizer.decode(list(request.prompt)), request.prompt,
                                   (Segment("assistant", 0, len(request.prompt)),))
-        tokens = _completion_tokens(request.prompt, tokenizer, lock, limit)
+        tokens = _completion_tokens(request.prompt, tokenizer, encoder, limit)
         return RenderedPrompt(request.prompt, tuple(tokens), (Segment("assistant", 0, len(tokens)),))
     if encoder_for(model_type) is None and not tokenizer.has_chat_template:
         text = _role_mapping_prompt(request.messages, request.role_mapping)
-        tokens = _encode(tokenizer, text, lock, "messages", limit)
+        tokens = _encode(encoder, text, "messages", limit)
         return RenderedPrompt(text, tuple(tokens), (Segment("assistant", 0, len(tokens)),),
                               tools_rendered=False if request.tools else None)
     text = _chat_text(request, tokenizer, model_type)
-    tokens = _encode(tokenizer, text, lock, "messages", limit, add_special_tokens=False)
+    tokens = _encode(encoder, text, "messages", limit, add_special_tokens=False)
     if not tokens:
         raise EngineRequestError("The rendered prompt is empty.", param="messages")
-    segments = _segments(request, tokenizer, tokens, request.template_kwargs, lock)
+    segments = _segments(request, tokenizer, tokens, request.template_kwargs, encoder)
     return RenderedPrompt(text, tuple(tokens), segments, _tools_rendered(request, text, tokenizer, model_type))
 
 
