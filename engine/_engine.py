@@ -211,9 +211,11 @@ class Engine:
 
     def submit(self, body: Mapping[str, Any], *, kind: str = "chat") -> RequestHandle:
         """Admit and schedule ``body``; read the handle's ``events()`` for the reply."""
-        request, prompt = self._prepare(body, kind)
-        prefix = "chatcmpl" if kind == "chat" else "cmpl"
-        job = Job(f"{prefix}-{uuid.uuid4()}", request, prompt, self._thread.outbox())
+        # Counted until just before the job is queued, so a lone request never waits on itself.
+        with self._thread.preparing():
+            request, prompt = self._prepare(body, kind)
+            prefix = "chatcmpl" if kind == "chat" else "cmpl"
+            job = Job(f"{prefix}-{uuid.uuid4()}", request, prompt, self._thread.outbox())
         self._thread.submit(job)
         return RequestHandle(job, self._thread)
 

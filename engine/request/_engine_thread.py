@@ -14,6 +14,7 @@ import threading
 import time
 import traceback
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty, SimpleQueue
@@ -111,6 +112,8 @@ class EngineThread:
         self.alive = False
         self.death: str | None = None
         self._open_requests = 0
+        self._preparing = 0
+        """Callers between the start of ``Engine.submit`` and their job's arrival."""
         self._open_lock = threading.Lock()
         self.traces: OrderedDict[str, FinishedTrace] = OrderedDict()
         self._stopping = False
@@ -138,6 +141,18 @@ class EngineThread:
         with self._open_lock:
             self._open_requests += 1
         return Outbox(self._close_one)
+
+    @contextmanager
+    def preparing(self):
+        """Around a caller's render of a request it will submit: the scheduler holds the
+        requests that arrive meanwhile, so that they start together."""
+        with self._open_lock:
+            self._preparing += 1
+        try:
+            yield
+        finally:
+            with self._open_lock:
+                self._preparing -= 1
 
     def _close_one(self) -> None:
         with self._open_lock:
@@ -201,6 +216,7 @@ class EngineThread:
             scheduler = Scheduler(self.model, self.tokenizer, self.config, self.cache,
                                   self._on_done, draft_model=self.draft_model)
             scheduler.others_waiting = lambda: not self.inbox.empty()
+            scheduler.others_preparing = lambda: self._preparing > 0
             self._loop(scheduler)
         except BaseException as e:
             self.death = f"{type(e).__name__}: {e}"

@@ -53,8 +53,11 @@ _GPU_PREFILL_STEP = 2048
 # shape. Measured on an H200 (1B bf16, 32 clients submitting at once): joined as they came,
 # 7 prefill calls took 0.34 s against batch_generate's 4 in 0.04 s. Held until this quiet gap
 # after the last arrival, at most the longer wait after the first, or a full prefill batch.
+# While other callers are still rendering and tokenizing theirs (N clients submitting at once
+# arrive one by one, each render holding the GIL), the first waits for them, up to the third.
 _ARRIVAL_QUIET_S = 0.004
 _ARRIVAL_MAX_WAIT_S = 0.02
+_PREPARING_MAX_WAIT_S = 0.05
 
 
 def default_prefill_step_size(model) -> int:
@@ -155,6 +158,9 @@ class Scheduler:
         """Set by the engine thread: whether another job waits in its inbox. A prompt being
         read alone then moves onto the batch between chunks, so a short request arriving
         behind a long prompt is not held up for the whole prefill."""
+        self.others_preparing = lambda: False
+        """Set by the engine thread: whether a caller is rendering a request it will submit.
+        Requests are then held to start together (see _PREPARING_MAX_WAIT_S)."""
         self._stop_sequences: dict[tuple[str, ...], object] = {}
         self._xtc_special = tokenizer.encode("\n") + list(tokenizer.eos_token_ids)
 
@@ -185,9 +191,14 @@ class Scheduler:
         while something computes, else until the held arrivals are due."""
         if self.active or self.single is not None or self.waiting or not self.arrivals:
             return None
+        return max(0.0, self._arrivals_due() - time.perf_counter())
+
+    def _arrivals_due(self) -> float:
+        """When the held arrivals start (``time.perf_counter()``), as things stand now."""
         first, last = self._arrival_times
-        due = min(last + _ARRIVAL_QUIET_S, first + _ARRIVAL_MAX_WAIT_S)
-        return max(0.0, due - time.perf_counter())
+        if self.others_preparing():  # woken by the job's arrival, or polled if it fails
+            return min(time.perf_counter() + _ARRIVAL_QUIET_S, first + _PREPARING_MAX_WAIT_S)
+        return min(last + _ARRIVAL_QUIET_S, first + _ARRIVAL_MAX_WAIT_S)
 
     # -- admission onto the batch ----------------------------------------------------------
     def _sampler(self, request: GenerationRequest):
@@ -240,7 +251,8 @@ class Scheduler:
         if self.draft_model is not None and (self.single is not None or self.waiting):
             self.waiting.append(job)
             return
-        if self.draft_model is None and not self.idle:  # joins a running batch
+        if self.draft_model is None and (not self.idle or self.others_preparing()):
+            # joins a running batch, or waits for the requests being prepared to start with it
             now = time.perf_counter()
             self._arrival_times = (self._arrival_times[0] if self.arrivals else now, now)
             self.arrivals.append(job)
@@ -248,14 +260,14 @@ class Scheduler:
         self._start(job, alone)
 
     def _admit_arrivals(self) -> None:
-        first, last = self._arrival_times
-        now = time.perf_counter()
-        if len(self.arrivals) < self.batch.prefill_batch_size and (
-                now - last < _ARRIVAL_QUIET_S and now - first < _ARRIVAL_MAX_WAIT_S):
+        if (len(self.arrivals) < self.batch.prefill_batch_size
+                and time.perf_counter() < self._arrivals_due()):
             return
         jobs, self.arrivals = self.arrivals, []
+        # One request held for nothing (the others were inspected or refused) runs alone.
+        alone = len(jobs) == 1 and not self.active and self.single is None
         for job in jobs:
-            self._start_waiting(job, alone=False)
+            self._start_waiting(job, alone=alone)
 
     def _start(self, job: Job, alone: bool) -> None:
         request, prompt = job.request, job.prompt
