@@ -12,7 +12,7 @@ import atexit
 import time
 import uuid
 from dataclasses import replace
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import mlx.core as mx
 
@@ -27,6 +27,7 @@ from .models._info import ModelInfo, WeightsSummary, describe_weights
 from .request._prompt_cache import CacheInfo
 from .request._rendering import RenderedPrompt, check_chat_template, render
 from .request._text_encoder import TextEncoder
+from ._events import EngineEvent
 from .request._handle import RequestHandle
 from .request._job import Job
 from .request._think_budget import think_budget_for
@@ -209,13 +210,19 @@ class Engine:
             )
         return request, prompt
 
-    def submit(self, body: Mapping[str, Any], *, kind: str = "chat") -> RequestHandle:
-        """Admit and schedule ``body``; read the handle's ``events()`` for the reply."""
+    def submit(self, body: Mapping[str, Any], *, kind: str = "chat",
+               on_event: Callable[[EngineEvent], None] | None = None) -> RequestHandle:
+        """Admit and schedule ``body``; read the handle's ``events()`` for the reply.
+
+        With ``on_event``, each event is passed to it instead, as it is made, on the thread
+        that makes it (mostly the engine thread: it must return at once and never raise);
+        the handle then only cancels. A server's IO loop takes events this way.
+        """
         # Counted until just before the job is queued, so a lone request never waits on itself.
         with self._thread.preparing():
             request, prompt = self._prepare(body, kind)
             prefix = "chatcmpl" if kind == "chat" else "cmpl"
-            job = Job(f"{prefix}-{uuid.uuid4()}", request, prompt, self._thread.outbox())
+            job = Job(f"{prefix}-{uuid.uuid4()}", request, prompt, self._thread.outbox(on_event))
         self._thread.submit(job)
         return RequestHandle(job, self._thread)
 

@@ -21,7 +21,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import httpx
 
@@ -182,9 +182,12 @@ class RemoteEngine:
                           "from here.")
 
     # -- the request path ------------------------------------------------------------------------
-    def submit(self, body: Mapping[str, Any], *, kind: str = "chat") -> "RemoteHandle":
+    def submit(self, body: Mapping[str, Any], *, kind: str = "chat",
+               on_event: Callable[[EngineEvent], None] | None = None) -> "RemoteHandle":
         """Check ``body`` as a local request is checked, send it streaming, and return its
-        handle once the server has accepted it (an HTTP error raises here, one sentence)."""
+        handle once the server has accepted it (an HTTP error raises here, one sentence).
+
+        With ``on_event``, a thread passes it each event, as ``Engine.submit`` does."""
         if self._closed:
             raise EngineDeadError(f"The connection to {self.url} was closed; run "
                                   "%load_model --remote again.")
@@ -208,6 +211,9 @@ class RemoteEngine:
         handle = RemoteHandle(self, response, request, reader, started)
         with self._lock:
             self._open = {h for h in self._open if not h.done} | {handle}
+        if on_event is not None:
+            threading.Thread(target=lambda: [on_event(e) for e in handle.events()],
+                             name="mlx-notebook-remote-events", daemon=True).start()
         return handle
 
     def chat_completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:

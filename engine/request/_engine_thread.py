@@ -136,11 +136,12 @@ class EngineThread:
         """Requests submitted whose last event (Finished or Error) is not yet written."""
         return self._open_requests if self.alive else 0
 
-    def outbox(self) -> Outbox:
-        """The event queue for a new job; it counts as active until its last event."""
+    def outbox(self, deliver: Callable[[Any], None] | None = None) -> Outbox:
+        """The event queue for a new job (or its ``deliver`` callable); it counts as active
+        until its last event."""
         with self._open_lock:
             self._open_requests += 1
-        return Outbox(self._close_one)
+        return Outbox(self._close_one, deliver)
 
     @contextmanager
     def preparing(self):

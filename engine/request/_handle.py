@@ -49,6 +49,8 @@ class RequestHandle:
 
     def events(self) -> Iterator[EngineEvent]:
         """Typed events up to and including ``Finished`` or ``Error``."""
+        if getattr(self._job.out, "deliver", None) is not None:
+            raise RuntimeError("This request's events go to the on_event given to submit().")
         get = self._job.out.get
         while not self._done:
             try:

@@ -22,13 +22,16 @@ class Outbox(SimpleQueue):
     """A request's event queue that reports its last event before the caller can read it.
 
     So a caller that has read ``Finished`` or ``Error`` already sees the request retired
-    (``Engine.active_requests``), whichever thread wrote the event.
+    (``Engine.active_requests``), whichever thread wrote the event. With ``deliver``, events
+    are handed to that callable instead of queued (``Engine.submit(on_event=...)``).
     """
 
-    def __init__(self, on_close: Callable[[], None]):
+    def __init__(self, on_close: Callable[[], None],
+                 deliver: Callable[[object], None] | None = None):
         self._on_close = on_close
         self._closed = False
         self._lock = threading.Lock()
+        self.deliver = deliver
 
     def put(self, event, block: bool = True, timeout: float | None = None) -> None:
         if type(event) is Finished or type(event) is Error:
@@ -36,7 +39,10 @@ class Outbox(SimpleQueue):
                 closing, self._closed = not self._closed, True
             if closing:
                 self._on_close()
-        super().put(event)
+        if self.deliver is None:
+            super().put(event)
+        else:
+            self.deliver(event)
 
 
 @dataclass(frozen=True, slots=True)

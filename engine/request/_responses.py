@@ -22,7 +22,8 @@ from .._events import (
 
 __all__ = [
     "Collected", "collect", "chat_completion", "chat_chunks", "text_completion",
-    "completion_chunks", "text_completion_list", "completion_list_chunks", "system_fingerprint",
+    "completion_chunks", "ChatChunks", "CompletionChunks", "text_completion_list",
+    "completion_list_chunks", "system_fingerprint",
 ]
 
 
@@ -157,39 +158,56 @@ def chat_completion(events, *, request: GenerationRequest, request_id: str, crea
             "choices": [choice], "usage": _usage(r.usage)}
 
 
+class ChatChunks:
+    """``chat.completion.chunk`` objects made one event at a time: ``feed`` each event (it
+    returns the chunks it makes, and raises on ``Error``), then ``end`` for the usage chunk.
+    A thread that reads events pulls them through ``chat_chunks``; a server's IO loop pushes."""
+
+    def __init__(self, *, request: GenerationRequest, request_id: str, created: int):
+        self.request = request
+        self.head = _head(request_id, "chat.completion.chunk", request, created)
+        self.pending: list[TokenLogprobs] = []
+        self.usage: Usage | None = None
+
+    def _chunk(self, delta: dict, finish_reason=None) -> dict:
+        choice = {"index": 0, "finish_reason": finish_reason,
+                  "delta": {"role": "assistant", **delta}}
+        if self.request.logprobs and self.pending:
+            choice["logprobs"] = _chat_logprobs(self.pending)
+            self.pending.clear()
+        return {**self.head, "choices": [choice]}
+
+    def feed(self, e) -> list[dict]:
+        t = type(e)
+        if t is ContentDelta:
+            return [self._chunk({"content": e.text})]
+        if t is ReasoningDelta:
+            return [self._chunk({self.request.reasoning_field: e.text})]
+        if t is ToolCall:
+            return [self._chunk({"tool_calls": [_tool_call(e, True)]})]
+        if t is TokenLogprobs:
+            self.pending.append(e)
+        elif t is Usage:
+            self.usage = e
+        elif t is Finished:
+            return [self._chunk({}, e.reason)]
+        elif t is Error:
+            _raise(e)
+        return []
+
+    def end(self) -> list[dict]:
+        if self.request.include_usage:
+            return [{**self.head, "choices": [], "usage": _usage(self.usage)}]
+        return []
+
+
 def chat_chunks(events, *, request: GenerationRequest, request_id: str,
                 created: int) -> Iterator[dict]:
     """``chat.completion.chunk`` objects: one per delta, a final one, then usage if asked."""
-    head = _head(request_id, "chat.completion.chunk", request, created)
-    pending: list[TokenLogprobs] = []
-    usage = None
-
-    def chunk(delta: dict, finish_reason=None) -> dict:
-        choice = {"index": 0, "finish_reason": finish_reason,
-                  "delta": {"role": "assistant", **delta}}
-        if request.logprobs and pending:
-            choice["logprobs"] = _chat_logprobs(pending)
-            pending.clear()
-        return {**head, "choices": [choice]}
-
+    chunks = ChatChunks(request=request, request_id=request_id, created=created)
     for e in events:
-        t = type(e)
-        if t is ContentDelta:
-            yield chunk({"content": e.text})
-        elif t is ReasoningDelta:
-            yield chunk({request.reasoning_field: e.text})
-        elif t is ToolCall:
-            yield chunk({"tool_calls": [_tool_call(e, True)]})
-        elif t is TokenLogprobs:
-            pending.append(e)
-        elif t is Usage:
-            usage = e
-        elif t is Finished:
-            yield chunk({}, e.reason)
-        elif t is Error:
-            _raise(e)
-    if request.include_usage:
-        yield {**head, "choices": [], "usage": _usage(usage)}
+        yield from chunks.feed(e)
+    yield from chunks.end()
 
 
 def text_completion(events, *, request: GenerationRequest, request_id: str, created: int) -> dict:
@@ -202,37 +220,51 @@ def text_completion(events, *, request: GenerationRequest, request_id: str, crea
             "choices": [choice], "usage": _usage(r.usage)}
 
 
+class CompletionChunks:
+    """Streaming ``text_completion`` objects made one event at a time (as ``ChatChunks``)."""
+
+    def __init__(self, *, request: GenerationRequest, request_id: str, created: int):
+        self.request = request
+        self.head = _head(request_id, "text_completion", request, created)
+        self.pending: list[TokenLogprobs] = []
+        self.offset = 0
+        self.usage: Usage | None = None
+
+    def _chunk(self, text: str, finish_reason=None) -> dict:
+        choice = {"index": 0, "finish_reason": finish_reason, "text": text}
+        if self.request.logprobs:
+            choice["logprobs"] = _text_logprobs(self.pending, self.offset)
+            self.offset += sum(len(lp.token) for lp in self.pending)
+            self.pending.clear()
+        return {**self.head, "choices": [choice]}
+
+    def feed(self, e) -> list[dict]:
+        t = type(e)
+        if t is ContentDelta or t is ReasoningDelta:
+            return [self._chunk(e.text)]
+        if t is TokenLogprobs:
+            self.pending.append(e)
+        elif t is Usage:
+            self.usage = e
+        elif t is Finished:
+            return [self._chunk("", e.reason)]
+        elif t is Error:
+            _raise(e)
+        return []
+
+    def end(self) -> list[dict]:
+        if self.request.include_usage:
+            return [{**self.head, "choices": [], "usage": _usage(self.usage)}]
+        return []
+
+
 def completion_chunks(events, *, request: GenerationRequest, request_id: str,
                       created: int) -> Iterator[dict]:
     """Streaming ``text_completion`` objects, then a usage chunk if asked."""
-    head = _head(request_id, "text_completion", request, created)
-    pending: list[TokenLogprobs] = []
-    offset = 0
-    usage = None
-
-    def chunk(text: str, finish_reason=None) -> dict:
-        nonlocal offset
-        choice = {"index": 0, "finish_reason": finish_reason, "text": text}
-        if request.logprobs:
-            choice["logprobs"] = _text_logprobs(pending, offset)
-            offset += sum(len(lp.token) for lp in pending)
-            pending.clear()
-        return {**head, "choices": [choice]}
-
+    chunks = CompletionChunks(request=request, request_id=request_id, created=created)
     for e in events:
-        t = type(e)
-        if t is ContentDelta or t is ReasoningDelta:
-            yield chunk(e.text)
-        elif t is TokenLogprobs:
-            pending.append(e)
-        elif t is Usage:
-            usage = e
-        elif t is Finished:
-            yield chunk("", e.reason)
-        elif t is Error:
-            _raise(e)
-    if request.include_usage:
-        yield {**head, "choices": [], "usage": _usage(usage)}
+        yield from chunks.feed(e)
+    yield from chunks.end()
 
 
 def _sum_usage(usages: list[dict]) -> dict:

@@ -26,7 +26,7 @@ from tornado.web import Application
 
 from .._errors import EngineError
 from ._handlers import (
-    CompletionsHandler, HealthHandler, ModelsHandler, NotFoundHandler, ServedRequest,
+    CompletionsHandler, Deliveries, HealthHandler, ModelsHandler, NotFoundHandler, ServedRequest,
 )
 
 __all__ = ["Listener", "DEFAULT_PORT", "MAX_BODY_BYTES"]
@@ -89,6 +89,7 @@ class Listener:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         self._loop = loop
+        self.deliveries = Deliveries(loop)
         server = HTTPServer(self._application(), max_body_size=self.max_body_bytes)
         server.add_sockets(sockets)
         loop.call_soon(ready.set)
