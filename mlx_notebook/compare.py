@@ -92,8 +92,8 @@ class Comparison:
         return turn
 
     def summary(self) -> str:
-        same = "the same tokens" if self.by == "token" else "the same text"
-        where = same if self.diverges_at is None else f"they diverge at {self.by} {self.diverges_at}"
+        same, unit = ("the same tokens", "token") if self.by == "token" else ("the same text", "character")
+        where = same if self.diverges_at is None else f"they diverge at {unit} {self.diverges_at}"
         return f"compare {self.labels[0]!r} vs {self.labels[1]!r}: {where}"
 
     def _repr_mimebundle_(self, **_: Any) -> tuple[dict, dict]:

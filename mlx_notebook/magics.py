@@ -751,7 +751,10 @@ class MlxMagics(Magics):
         line that links it to the turn it came from."""
         from .branch import branch_note, prepare_branch
 
-        engine = self._engine("turn.branch")
+        # A --compare side may have run on a named model: the branch runs on the same one.
+        engine = next((e for e in (self.engine, *self.named_engines.values())
+                       if e is not None and reports.model_name(e) == turn.model), None) \
+            or self._engine("turn.branch")
         branch = prepare_branch(engine, turn, at, token, max_tokens=max_tokens)
         display(branch_note(branch.branched_from), raw=True)
         view = self._view(branch)

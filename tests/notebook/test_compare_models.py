@@ -81,6 +81,18 @@ def test_each_side_equals_its_model_alone_and_the_card_names_both(two_models):
     assert [s["model"] for s in record["sides"]] == [a.model, b.model]
 
 
+def test_a_side_branches_on_its_own_model(two_models):
+    result = two_models.run_cell(f'%%chat --new --session cmp-branch --max-tokens 30 '
+                                 f'--compare model=default model=tiny\n{SUM}')
+    assert result.success, result.error_in_exec
+    side = two_models.user_ns["_"].sides[1]
+    other = next(t for t in side.logprobs[4].top_logprobs if t.token != side.logprobs[4].token).token
+    branch = side.branch(4, other, max_tokens=5)
+    assert branch.model == side.model  # the tiny reasoner's, not the default SmolLM2
+    # Its engine kept the side's prompt and reply: everything before the branch point is cached.
+    assert branch.usage.cached_tokens >= side.usage.prompt_tokens + 4
+
+
 def test_the_same_model_on_both_sides_still_compares_tokens(two_models):
     result = two_models.run_cell('%%chat --new --session cmp-same --max-tokens 6 '
                                  f'--compare model=tiny "model=tiny temperature=0"\n{SUM}')
