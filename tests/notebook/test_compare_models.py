@@ -137,3 +137,18 @@ def test_default_cannot_be_a_loaded_name(two_models):
     result = two_models.run_cell("%load_model tiny-reasoner --name default")
     assert isinstance(result.error_in_exec, UsageError)
     assert "'default' cannot name a model" in str(result.error_in_exec)
+
+
+def test_unloading_the_extension_closes_every_model(tiny_reasoner_path):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell()
+    shell.history_manager.enabled = False
+    shell.run_line_magic("load_ext", "mlx_notebook")
+    for line in (f"{tiny_reasoner_path} --no-progress", f"{tiny_reasoner_path} --name b --no-progress"):
+        assert shell.run_cell(f"%load_model {line}").success
+    magics = _magics(shell)
+    engines = [magics.engine, magics.named_engines["b"]]
+    assert all(engine.healthy for engine in engines)
+    shell.run_line_magic("unload_ext", "mlx_notebook")
+    assert not any(engine.healthy for engine in engines)
