@@ -112,7 +112,8 @@ def test_an_unknown_model_name_is_one_sentence_naming_the_loaded_ones(two_models
 
 def test_a_named_model_leaves_the_default_answering(two_models, capsys):
     magics = _magics(two_models)
-    result = two_models.run_cell(f"%%chat --new --session cmp-default --max-tokens 12 --temperature 0\n{PARIS}")
+    result = two_models.run_cell(
+        f"%%chat --new --session cmp-default --max-tokens 12 --temperature 0\n{PARIS}")
     assert result.success, result.error_in_exec
     turn = two_models.user_ns["_"]
     assert turn is result.result and "smollm2" in turn.model.lower()
