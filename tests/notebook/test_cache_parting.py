@@ -131,3 +131,32 @@ def test_the_parting_names_the_branch_of_the_tree_it_left():
     lookup = NS(request_id="t", diverged_at=5, miss_reason=None)
     assert cache_parting(NS(prompts=entries, lookups=(lookup,)), "t", [1, 2, 3, 4, 5, 8],
                          lambda ids: "") is None
+
+
+@pytest.mark.model
+def test_each_compare_pane_shows_where_its_own_prompt_parted(reasoner_shell):
+    from mlx_notebook.compare import run_comparison
+    from mlx_notebook.widgets import ChatView
+
+    engine = _engine(reasoner_shell)
+    engine.clear_prompt_cache()
+    _chat(reasoner_shell, "--new --session pane-a --max-tokens 200", SUM)
+    messages = [{"role": "system", "content": PIRATE}, {"role": "user", "content": GREET}]
+    sides = [Turn(model="tiny", session="pane-b", request={"messages": messages, "max_tokens": 200,
+                                                           "temperature": 0, "logprobs": True})
+             for _ in range(2)]
+    views = [ChatView("tiny", "pane-b", turn=side) for side in sides]
+    live: list[list[str]] = [[], []]
+    for view, seen in zip(views, live):
+        view.comm.publish_msg = lambda *args, **kwargs: None
+        view._on_text = (lambda original, view, seen: lambda kind, text: (
+            seen.append(view.notices), original(kind, text)))(view._on_text, view, seen)
+    run_comparison(engine, sides, ["a", "b"], views)
+    # The sides run together, so the second may reuse what the first just cached: each pane
+    # shows the parting its own lookup found, and the first side to look up found one.
+    assert any(side.rounds[0].cache_parting is not None for side in sides)
+    for side, seen in zip(sides, live):
+        parting = side.rounds[0].cache_parting
+        assert seen and all(("mlxnb-cache-parting" in html) == (parting is not None) for html in seen)
+        if parting is not None:
+            assert f"shared {parting.shared_tokens} of {parting.prompt_tokens} prompt tokens" in seen[-1]
