@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import time
+from contextlib import contextmanager
 import uuid
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Mapping
@@ -210,6 +211,14 @@ class Engine:
             )
         return request, prompt
 
+    @contextmanager
+    def together(self):
+        """Requests submitted (from any thread) while this block runs start together, in one
+        prefill batch, rather than the first alone: for replies meant to be decoded side by
+        side. Each is held until the block ends, at most 50 ms."""
+        with self._thread.preparing():
+            yield
+
     def submit(self, body: Mapping[str, Any], *, kind: str = "chat",
                on_event: Callable[[EngineEvent], None] | None = None) -> RequestHandle:
         """Admit and schedule ``body``; read the handle's ``events()`` for the reply.
@@ -218,12 +227,12 @@ class Engine:
         that makes it (mostly the engine thread: it must return at once and never raise);
         the handle then only cancels. A server's IO loop takes events this way.
         """
-        # Counted until just before the job is queued, so a lone request never waits on itself.
+        # Counted until the job is queued: requests submitted at once all start together.
         with self._thread.preparing():
             request, prompt = self._prepare(body, kind)
             prefix = "chatcmpl" if kind == "chat" else "cmpl"
             job = Job(f"{prefix}-{uuid.uuid4()}", request, prompt, self._thread.outbox(on_event))
-        self._thread.submit(job)
+            self._thread.submit(job)
         return RequestHandle(job, self._thread)
 
     def _respond(self, body, kind: str):

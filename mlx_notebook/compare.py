@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -181,6 +182,24 @@ class _Pane:
         self.view.finish(turn)
 
 
+def _start_together(engine: Any, threads: list[threading.Thread]) -> None:
+    """Start both sides; on one engine, hold the first request until the second is submitted
+    too, so that both are prefilled in one batch and neither reuses the other's prompt."""
+    together = getattr(engine, "together", None)
+    if together is None:  # two engines, or a remote one: nothing to batch
+        for thread in threads:
+            thread.start()
+        return
+    with together():
+        before = engine.active_requests
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 1.0
+        while (engine.active_requests < before + len(threads) and time.monotonic() < deadline
+               and any(t.is_alive() for t in threads)):
+            time.sleep(0.001)
+
+
 def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: list[Any] | None,
                    *, session: Any = None, **run_options: Any) -> Comparison:
     """Run both turns at once and fold each into its view. ``engines`` is one engine, or one
@@ -200,8 +219,7 @@ def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: li
 
     threads = [threading.Thread(target=side, args=(i,), name=f"mlx-compare-{i}", daemon=True)
                for i in range(2)]
-    for thread in threads:
-        thread.start()
+    _start_together(engines[0] if engines[0] is engines[1] else None, threads)
     try:
         for thread in threads:
             while thread.is_alive():

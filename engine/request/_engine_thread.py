@@ -98,6 +98,10 @@ def _load_draft(config: EngineConfig, model, tokenizer):
     return draft
 
 
+_WAKE = object()
+"""Queued when the last caller preparing a request is done: held requests may start."""
+
+
 class EngineThread:
     """Owns the model, the prompt cache and the scheduler (see module docstring)."""
 
@@ -154,6 +158,9 @@ class EngineThread:
         finally:
             with self._open_lock:
                 self._preparing -= 1
+                last = self._preparing == 0
+            if last:  # the held requests may start now: wake the thread to look
+                self.inbox.put(_WAKE)
 
     def _close_one(self) -> None:
         with self._open_lock:
@@ -260,6 +267,8 @@ class EngineThread:
                 scheduler.step()
 
     def _handle(self, message, scheduler: Scheduler) -> None:
+        if message is _WAKE:
+            return
         if isinstance(message, Job):
             try:
                 scheduler.add(message, alone=self.inbox.empty())

@@ -196,8 +196,11 @@ class Scheduler:
     def _arrivals_due(self) -> float:
         """When the held arrivals start (``time.perf_counter()``), as things stand now."""
         first, last = self._arrival_times
-        if self.others_preparing():  # woken by the job's arrival, or polled if it fails
-            return min(time.perf_counter() + _ARRIVAL_QUIET_S, first + _PREPARING_MAX_WAIT_S)
+        now = time.perf_counter()
+        if self.others_preparing():  # the engine thread is woken when they are done
+            return min(now + _ARRIVAL_QUIET_S, first + _PREPARING_MAX_WAIT_S)
+        if not self.active and self.single is None:
+            return 0.0  # held only for the callers that were still preparing theirs: due
         return min(last + _ARRIVAL_QUIET_S, first + _ARRIVAL_MAX_WAIT_S)
 
     # -- admission onto the batch ----------------------------------------------------------

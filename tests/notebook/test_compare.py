@@ -82,6 +82,16 @@ def test_both_sides_equal_their_solo_replies_and_the_divergence_is_the_first_dif
 
 
 @pytest.mark.model
+def test_both_sides_start_together_so_neither_reuses_the_others_prompt(smollm2_shell):
+    for i in range(6):
+        result = _run(smollm2_shell, f'%%chat --new --session together{i} --max-tokens 3 '
+                                     f'--compare "temperature=0" "temperature=0 seed=1"\n'
+                                     f'Name {i + 2} colours of the sea, number {i}.')
+        assert result.success, result.error_in_exec
+        a, b = smollm2_shell.user_ns["_"].sides
+        assert a.usage.cached_tokens == b.usage.cached_tokens < a.usage.prompt_tokens - 5, i
+
+
 def test_a_bad_option_set_is_one_line(smollm2_shell, capsys):
     result = smollm2_shell.run_cell(f'%%chat --compare "temperature=0" "warmth=3"\n{PARIS}')
     assert isinstance(result.error_in_exec, UsageError)
