@@ -245,16 +245,19 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
 
     Counts and seconds of mlx-lm's decode steps, prefill calls and batch merges on both
     sides; on the engine side also the scheduler's whole step, the reply streams' per-token
-    path and the callers' submit (admission, rendering, tokenizing).
+    path, the callers' submit (rendering, tokenizing), admission and the prompt cache.
     """
     from mlx_lm.generate import GenerationBatch, PromptProcessingBatch
 
+    from mlx_notebook.engine.request._prompt_cache import PromptCache
     from mlx_notebook.engine.request._reply_stream import ReplyStream
     from mlx_notebook.engine.request._scheduler import Scheduler
 
     timed = {"decode_step": (GenerationBatch, "next"), "prefill": (PromptProcessingBatch, "prompt"),
              "merge": (GenerationBatch, "extend"), "scheduler_step": (Scheduler, "step"),
-             "on_token": (ReplyStream, "on_token"), "submit": (Engine, "submit")}
+             "on_token": (ReplyStream, "on_token"), "submit": (Engine, "submit"),
+             "admit": (Scheduler, "add"), "cache_insert": (PromptCache, "insert"),
+             "cache_fetch": (PromptCache, "fetch")}
     stats: dict = {}
 
     def wrap(name, fn):

@@ -215,8 +215,8 @@ class Engine:
     def together(self):
         """Requests submitted (from any thread) while this block runs start together, in one
         prefill batch, rather than the first alone: for replies meant to be decoded side by
-        side. Each is held until the block ends, at most 50 ms."""
-        with self._thread.preparing():
+        side. Each is held until the block ends."""
+        with self._thread.preparing(until_done=True):
             yield
 
     def submit(self, body: Mapping[str, Any], *, kind: str = "chat",

@@ -182,22 +182,39 @@ class _Pane:
         self.view.finish(turn)
 
 
-def _start_together(engine: Any, threads: list[threading.Thread]) -> None:
+class _Submitted:
+    """An engine that counts its ``submit`` calls (``_start_together`` waits for both)."""
+
+    def __init__(self, engine: Any, done: threading.Semaphore):
+        self._engine, self._done = engine, done
+
+    def submit(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._engine.submit(*args, **kwargs)
+        finally:
+            self._done.release()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
+def _start_together(engines: list[Any], threads: list[threading.Thread]) -> None:
     """Start both sides; on one engine, hold the first request until the second is submitted
     too, so that both are prefilled in one batch and neither reuses the other's prompt."""
-    together = getattr(engine, "together", None)
+    together = getattr(engines[0], "together", None) if engines[0] is engines[1] else None
     if together is None:  # two engines, or a remote one: nothing to batch
         for thread in threads:
             thread.start()
         return
+    submitted = threading.Semaphore(0)
+    engines[:] = [_Submitted(engines[0], submitted)] * 2
     with together():
-        before = engine.active_requests
         for thread in threads:
             thread.start()
-        deadline = time.monotonic() + 1.0
-        while (engine.active_requests < before + len(threads) and time.monotonic() < deadline
-               and any(t.is_alive() for t in threads)):
-            time.sleep(0.001)
+        deadline = time.monotonic() + 2.0
+        for _ in threads:  # a side that fails before submitting ends the wait at the deadline
+            if not submitted.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                break
 
 
 def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: list[Any] | None,
@@ -219,7 +236,7 @@ def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: li
 
     threads = [threading.Thread(target=side, args=(i,), name=f"mlx-compare-{i}", daemon=True)
                for i in range(2)]
-    _start_together(engines[0] if engines[0] is engines[1] else None, threads)
+    _start_together(engines, threads)
     try:
         for thread in threads:
             while thread.is_alive():

@@ -9,6 +9,7 @@ and set cancel flags. If the thread dies, every waiting request gets an ``Error`
 from __future__ import annotations
 
 import gc
+import os
 import logging
 import threading
 import time
@@ -102,6 +103,21 @@ _WAKE = object()
 """Queued when the last caller preparing a request is done: held requests may start."""
 
 
+def _wait_for_os_thread_exit(native_id: int | None, timeout: float = 2.0) -> None:
+    """Wait until a joined thread has really exited (Linux: its /proc task is gone).
+
+    ``Thread.join`` returns before the OS thread runs its C++ thread-local destructors
+    (mlx's per-thread streams). An interpreter that exits meanwhile tears mlx down under
+    them, and the process aborts with "terminate called without an active exception".
+    """
+    task = f"/proc/self/task/{native_id}"
+    if native_id is None or not os.path.isdir("/proc/self/task"):
+        return
+    deadline = time.monotonic() + timeout
+    while os.path.exists(task) and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
 class EngineThread:
     """Owns the model, the prompt cache and the scheduler (see module docstring)."""
 
@@ -118,6 +134,14 @@ class EngineThread:
         self._open_requests = 0
         self._preparing = 0
         """Callers between the start of ``Engine.submit`` and their job's arrival."""
+        self._together = 0
+        """Open ``Engine.together()`` blocks: their requests are held until the block ends."""
+        self._wakes = 0
+        """``_WAKE`` messages in the inbox: news, but nobody waiting (``_others_waiting``)."""
+        self._jobs_queued = 0
+        """Jobs in the inbox: a request is alone when no other is queued behind it."""
+        self.scheduler: Scheduler | None = None
+        """The engine thread's scheduler: read it only on that thread (``call``)."""
         self._open_lock = threading.Lock()
         self.traces: OrderedDict[str, FinishedTrace] = OrderedDict()
         self._stopping = False
@@ -148,17 +172,21 @@ class EngineThread:
         return Outbox(self._close_one, deliver)
 
     @contextmanager
-    def preparing(self):
+    def preparing(self, *, until_done: bool = False):
         """Around a caller's render of a request it will submit: the scheduler holds the
-        requests that arrive meanwhile, so that they start together."""
+        requests that arrive meanwhile (at most 50 ms), so that they start together. With
+        ``until_done`` (``Engine.together``) it holds them until the block ends."""
         with self._open_lock:
             self._preparing += 1
+            self._together += until_done
         try:
             yield
         finally:
             with self._open_lock:
                 self._preparing -= 1
+                self._together -= until_done
                 last = self._preparing == 0
+                self._wakes += last
             if last:  # the held requests may start now: wake the thread to look
                 self.inbox.put(_WAKE)
 
@@ -167,6 +195,8 @@ class EngineThread:
             self._open_requests -= 1
 
     def submit(self, job: Job) -> None:
+        with self._open_lock:
+            self._jobs_queued += 1
         self.inbox.put(job)
         if not self.alive:  # died between the caller's check and the put: fail it now
             job.out.put(Error(self.dead_message, "server_error"))
@@ -196,8 +226,9 @@ class EngineThread:
         """Cancel everything, stop the thread and join it."""
         self._stopping = True
         self.inbox.put(None)  # wake a thread blocked on an empty inbox
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+        if self._thread.ident is not None and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
+            _wait_for_os_thread_exit(self._thread.native_id)
 
     @property
     def dead_message(self) -> str:
@@ -221,16 +252,20 @@ class EngineThread:
         self._ready.set()
         scheduler = None
         try:
-            scheduler = Scheduler(self.model, self.tokenizer, self.config, self.cache,
-                                  self._on_done, draft_model=self.draft_model)
-            scheduler.others_waiting = lambda: not self.inbox.empty()
+            scheduler = self.scheduler = Scheduler(
+                self.model, self.tokenizer, self.config, self.cache, self._on_done,
+                draft_model=self.draft_model)
+            scheduler.others_waiting = self._others_waiting
+            scheduler.jobs_waiting = lambda: self._jobs_queued > 0
             scheduler.others_preparing = lambda: self._preparing > 0
+            scheduler.held_together = lambda: self._together > 0
             self._loop(scheduler)
         except BaseException as e:
             self.death = f"{type(e).__name__}: {e}"
             log.exception("engine thread died")
         finally:
             self.alive = False
+            self.scheduler = None  # it holds the model: freed in _shutdown
             self._shutdown(scheduler)
 
     def _load(self) -> None:
@@ -266,12 +301,20 @@ class EngineThread:
             if not scheduler.idle:
                 scheduler.step()
 
+    def _others_waiting(self) -> bool:
+        """Whether a job or a call waits in the inbox (a wake-up alone does not count)."""
+        return self.inbox.qsize() > self._wakes
+
     def _handle(self, message, scheduler: Scheduler) -> None:
         if message is _WAKE:
+            with self._open_lock:
+                self._wakes -= 1
             return
         if isinstance(message, Job):
+            with self._open_lock:
+                self._jobs_queued -= 1
             try:
-                scheduler.add(message, alone=self.inbox.empty())
+                scheduler.add(message, alone=self._jobs_queued == 0)
             except Exception as e:  # a bad job fails alone
                 log.exception("could not schedule %s", message.request_id)
                 message.out.put(Error(f"Could not schedule the request: {e}"))

@@ -155,9 +155,16 @@ class Scheduler:
         """Jobs held to join the batch together (see _ARRIVAL_QUIET_S)."""
         self._arrival_times = (0.0, 0.0)  # (first, last) arrival held
         self.others_waiting = lambda: False
-        """Set by the engine thread: whether another job waits in its inbox. A prompt being
-        read alone then moves onto the batch between chunks, so a short request arriving
-        behind a long prompt is not held up for the whole prefill."""
+        """Set by the engine thread: whether a job or a call waits in its inbox. A prompt
+        being read alone then moves onto the batch between chunks, so a short request
+        arriving behind a long prompt is not held up for the whole prefill."""
+        self.jobs_waiting = lambda: False
+        """Set by the engine thread: whether another request waits in its inbox (a request
+        alone takes the single-stream path)."""
+        self.held_together = lambda: False
+        """Set by the engine thread: whether an ``Engine.together()`` block is open."""
+        self._unstepped = False
+        """Whether a request joined the batch since its last step (one arriving now joins too)."""
         self.others_preparing = lambda: False
         """Set by the engine thread: whether a caller is rendering a request it will submit.
         Requests are then held to start together (see _PREPARING_MAX_WAIT_S)."""
@@ -197,6 +204,8 @@ class Scheduler:
         """When the held arrivals start (``time.perf_counter()``), as things stand now."""
         first, last = self._arrival_times
         now = time.perf_counter()
+        if self.held_together():  # Engine.together(): until its block ends
+            return now + _ARRIVAL_QUIET_S
         if self.others_preparing():  # the engine thread is woken when they are done
             return min(now + _ARRIVAL_QUIET_S, first + _PREPARING_MAX_WAIT_S)
         if not self.active and self.single is None:
@@ -254,13 +263,19 @@ class Scheduler:
         if self.draft_model is not None and (self.single is not None or self.waiting):
             self.waiting.append(job)
             return
+        if (self._unstepped and self.active and self.draft_model is None and self.single is None
+                and not self.arrivals and not self.others_preparing()):
+            # the batch has not stepped since its last request joined: prefilled with it
+            self._start(job, alone=False)
+            return
         if self.draft_model is None and (not self.idle or self.others_preparing()):
             # joins a running batch, or waits for the requests being prepared to start with it
             now = time.perf_counter()
             self._arrival_times = (self._arrival_times[0] if self.arrivals else now, now)
             self.arrivals.append(job)
             return
-        self._start(job, alone)
+        # ``alone`` was judged before the preparing callers finished: each queued its job first
+        self._start(job, alone and not self.jobs_waiting())
 
     def _admit_arrivals(self) -> None:
         if (len(self.arrivals) < self.batch.prefill_batch_size
@@ -320,6 +335,7 @@ class Scheduler:
             stop_sequences=[self._stops(request.stop)],
         )
         del cache
+        self._unstepped = True
         self.active[uid] = _Active(job, reply, kinds[::-1], guard, cached)
         # Room for the KV caches being decoded comes out of the prompt cache's budget.
         self.cache.trim_to(self.config.prompt_cache_bytes - self.batch.prompt_cache_nbytes)
@@ -385,6 +401,7 @@ class Scheduler:
         self._apply_cancellations()
         if not self.active:
             return
+        self._unstepped = False
         try:
             prompt_responses, gen_responses = self.batch.next()
         except Exception as e:  # not attributable to one request: fail the batch, not the engine

@@ -4,6 +4,8 @@ waits to join ends cancelled without a token."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from mlx_notebook.engine import ContentDelta, Finished, ReasoningDelta, Started
@@ -46,11 +48,30 @@ def test_a_request_waits_for_others_still_being_prepared_and_then_all_start_toge
     with tiny_engine._thread.preparing():  # another caller is rendering its request
         with engine_thread_held(tiny_engine):  # both reach the engine thread in one go
             first = tiny_engine.submit(script_body(names[0], max_tokens=120))
+            held, asked = [], threading.Event()  # asked right after it took the request in
+            tiny_engine._thread.call_soon(
+                lambda: (held.append(first._job.out.empty()), asked.set()))
+        assert asked.wait(30)  # the other caller is still preparing its request
         second = tiny_engine.submit(script_body(names[1], max_tokens=120))
     for name, handle in zip(names, (first, second)):
         got = list(handle.events())
         assert isinstance(got[0], Started) and isinstance(got[-1], Finished), name
         assert _expected(scripts, name).startswith(_text(got)) and len(_text(got)) > 5, name
+    assert held == [True]  # nothing had started while the other was being prepared
     alone = tiny_engine.submit(script_body(names[0], max_tokens=4))  # nobody preparing: at once
     assert isinstance(next(alone.events()), Started)
     list(alone.events())
+
+
+def test_a_request_alone_keeps_the_single_stream_when_only_a_wake_up_queues_behind_it(
+        tiny_engine, script_body, scripts, engine_thread_held):
+    # The last caller done preparing queues a wake-up after its job; that is not a second
+    # request, so the job still runs alone on the single-stream fast path.
+    with engine_thread_held(tiny_engine):
+        handle = tiny_engine.submit(script_body("reason_then_answer", max_tokens=120))
+        alone = []
+        tiny_engine._thread.call_soon(
+            lambda: alone.append(tiny_engine._thread.scheduler.single is not None))
+    got = list(handle.events())
+    assert _expected(scripts, "reason_then_answer").startswith(_text(got)) and len(_text(got)) > 5
+    assert alone == [True]

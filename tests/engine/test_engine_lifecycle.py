@@ -24,10 +24,19 @@ def test_concurrent_requests_are_batched_and_each_gets_its_own_reply(tiny_engine
     results, events = {}, {}
     barrier = threading.Barrier(len(names))
 
+    finished = {name: threading.Event() for name in names}
+
     def run(name):
+        # Each event is stamped as the engine makes it, not when a busy consumer reads it.
+        def on_event(event):
+            events[name].append((time.perf_counter(), event))
+            if isinstance(event, (Finished, Error)):
+                finished[name].set()
+
+        events[name] = []
         barrier.wait()
-        handle = tiny_engine.submit(script_body(name, max_tokens=120))
-        events[name] = [(time.perf_counter(), e) for e in handle.events()]
+        tiny_engine.submit(script_body(name, max_tokens=120), on_event=on_event)
+        finished[name].wait(120)
 
     threads = [threading.Thread(target=run, args=(n,)) for n in names]
     for t in threads:
