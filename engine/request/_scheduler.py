@@ -58,6 +58,10 @@ _GPU_PREFILL_STEP = 2048
 _ARRIVAL_QUIET_S = 0.004
 _ARRIVAL_MAX_WAIT_S = 0.02
 _PREPARING_MAX_WAIT_S = 0.05
+_FIRST_TOKEN_HANDOFF_S = 0.0005
+# After a request's first token, mlx-lm's generate_step frees the prefill's buffers
+# (mx.clear_cache) holding the GIL: 12 ms for SmolLM2 on a CPU, during which the reader
+# woken by the token cannot run. Sleeping this long first lets it take the token.
 
 
 def default_prefill_step_size(model) -> int:
@@ -374,6 +378,8 @@ class Scheduler:
                     if a.reply.on_token(token, logprobs, reason,
                                         from_draft=single.last_from_draft) and reason is None:
                         reason = "stop"
+                    if single.generated == 1 and reason is None:
+                        time.sleep(_FIRST_TOKEN_HANDOFF_S)
             if reason is None:
                 return
             single.close()
