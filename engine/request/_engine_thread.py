@@ -9,8 +9,8 @@ and set cancel flags. If the thread dies, every waiting request gets an ``Error`
 from __future__ import annotations
 
 import gc
-import os
 import logging
+import os
 import threading
 import time
 import traceback
