@@ -18,12 +18,11 @@ from mlx_notebook.engine import (
 pytestmark = pytest.mark.model
 
 
-def test_concurrent_requests_are_batched_and_each_gets_its_own_reply(tiny_engine, script_body,
-                                                                     scripts):
+def test_concurrent_requests_are_batched_and_each_gets_its_own_reply(
+        tiny_engine, script_body, scripts, engine_thread_held):
     names = ["reason_then_answer", "system_prompt", "thinking_disabled", "long_story"]
-    results, events = {}, {}
-    barrier = threading.Barrier(len(names))
-
+    events = {name: [] for name in names}
+    submitted = threading.Semaphore(0)
     finished = {name: threading.Event() for name in names}
 
     def run(name):
@@ -33,14 +32,18 @@ def test_concurrent_requests_are_batched_and_each_gets_its_own_reply(tiny_engine
             if isinstance(event, (Finished, Error)):
                 finished[name].set()
 
-        events[name] = []
-        barrier.wait()
         tiny_engine.submit(script_body(name, max_tokens=120), on_event=on_event)
+        submitted.release()
         finished[name].wait(120)
 
     threads = [threading.Thread(target=run, args=(n,)) for n in names]
-    for t in threads:
-        t.start()
+    # Submitted from four threads while the engine thread is held, so that all four are
+    # there when it looks (threads started at once still reach submit() milliseconds apart).
+    with engine_thread_held(tiny_engine):
+        for t in threads:
+            t.start()
+        for _ in names:
+            assert submitted.acquire(timeout=60)
     for t in threads:
         t.join(120)
     for name in names:
