@@ -314,7 +314,7 @@ class EngineThread:
             with self._open_lock:
                 self._jobs_queued -= 1
             try:
-                scheduler.add(message, alone=self._jobs_queued == 0)
+                scheduler.add(message)
             except Exception as e:  # a bad job fails alone
                 log.exception("could not schedule %s", message.request_id)
                 message.out.put(Error(f"Could not schedule the request: {e}"))

@@ -254,11 +254,11 @@ class Scheduler:
                 # the whole reply, and the single stream may hand a request to the batch.
                 and request.thinking_token_budget is None)
 
-    def add(self, job: Job, *, alone: bool = False) -> None:
+    def add(self, job: Job) -> None:
         """Look up the prompt cache and start ``job``: alone on the fast path, or batched.
 
-        ``alone`` says no other job is waiting, so the single-stream path may take it.
-        With a draft model, a job arriving while another decodes waits for its turn.
+        A job with no other queued behind it (``jobs_waiting``) may take the single-stream
+        path. With a draft model, a job arriving while another decodes waits for its turn.
         """
         if self.idle:
             # Each reply reports the peak since the engine last went busy (Usage.peak_memory),
@@ -278,8 +278,8 @@ class Scheduler:
             self._arrival_times = (self._arrival_times[0] if self.arrivals else now, now)
             self.arrivals.append(job)
             return
-        # ``alone`` was judged before the preparing callers finished: each queued its job first
-        self._start(job, alone and not self.jobs_waiting())
+        # Asked after the preparing check: a caller queues its job before it stops preparing.
+        self._start(job, alone=not self.jobs_waiting())
 
     def _admit_arrivals(self) -> None:
         if (len(self.arrivals) < self.batch.prefill_batch_size
