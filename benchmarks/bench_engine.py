@@ -167,9 +167,8 @@ def _path_overhead(tiny: Engine, repeats: int = 5) -> float:
     detokenizer, stop guard, StreamFilter, events onto the queue) while a consumer thread
     reads the events, as a caller does.
     """
-    from queue import SimpleQueue
-
     from mlx_notebook.engine.request._admission import admit
+    from mlx_notebook.engine.request._job import Outbox
     from mlx_notebook.engine.request._rendering import render
     from mlx_notebook.engine.request._reply_stream import ReplyStream
     from mlx_notebook.engine.models.tiny_reasoner import load_scripts
@@ -181,11 +180,11 @@ def _path_overhead(tiny: Engine, repeats: int = 5) -> float:
     tokens = tiny.tokenizer.encode(script["reply"], add_special_tokens=False)
     best = float("inf")
     for _ in range(repeats):
-        out = SimpleQueue()
+        out = Outbox(lambda: None)
         reply = ReplyStream("bench", request, prompt, tiny.tokenizer, out)
 
         def consume():
-            while not isinstance(out.get(), Finished):
+            while not any(isinstance(e, Finished) for e in out.take(1.0)):
                 pass
 
         reader = threading.Thread(target=consume)

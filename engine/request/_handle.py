@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from queue import Empty
+from collections import deque
 from typing import Iterator
 
 from ._admission import GenerationRequest
@@ -24,6 +24,9 @@ class RequestHandle:
         self._job = job
         self._thread = engine_thread
         self._done = False
+        self._pending: deque = deque()
+        """Events taken from the queue but not yet yielded (they come in batches): an
+        ``events()`` iterator dropped half-way loses none of them."""
 
     @property
     def id(self) -> str:
@@ -51,15 +54,16 @@ class RequestHandle:
         """Typed events up to and including ``Finished`` or ``Error``."""
         if getattr(self._job.out, "deliver", None) is not None:
             raise RuntimeError("This request's events go to the on_event given to submit().")
-        get = self._job.out.get
+        take, pending = self._job.out.take, self._pending
         while not self._done:
-            try:
-                event = get(timeout=_LIVENESS_POLL_SECONDS)
-            except Empty:
-                if not self._thread.alive:
-                    self._done = True
-                    yield Error(self._thread.dead_message, "server_error")
-                continue
+            if not pending:
+                pending.extend(take(_LIVENESS_POLL_SECONDS))
+                if not pending:
+                    if not self._thread.alive:
+                        self._done = True
+                        yield Error(self._thread.dead_message, "server_error")
+                    continue
+            event = pending.popleft()
             if type(event) is Finished or type(event) is Error:
                 self._done = True
             yield event

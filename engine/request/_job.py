@@ -7,8 +7,9 @@ scheduler, single stream and reply stream read the request and write ``out``.
 from __future__ import annotations
 
 import threading
+import time
+from collections import deque
 from dataclasses import dataclass, field
-from queue import SimpleQueue
 from typing import Callable
 
 from .._events import Error, Finished
@@ -17,32 +18,79 @@ from ._rendering import RenderedPrompt
 
 __all__ = ["Job", "Outbox"]
 
+# A reader woken by one event then collects what comes in the next this-many seconds in one
+# go, instead of waking once per token. Every wake-up takes the GIL from the engine thread,
+# whose next step (Python building the graph) is the bottleneck on a GPU: measured on an H200
+# (1B bf16, 32 requests each read by its own thread), 32 wake-ups a step cost 8% of the
+# throughput. The first event after a quiet spell and the last one (Finished, Error) still
+# wake the reader at once, so the first token and the end are not delayed; 20 ms is below
+# what a reader of the text can see (a notebook redraws at most every 40 ms).
+PACE_SECONDS = 0.02
 
-class Outbox(SimpleQueue):
-    """A request's event queue that reports its last event before the caller can read it.
 
-    So a caller that has read ``Finished`` or ``Error`` already sees the request retired
-    (``Engine.active_requests``), whichever thread wrote the event. With ``deliver``, events
-    are handed to that callable instead of queued (``Engine.submit(on_event=...)``).
+class Outbox:
+    """A request's event queue, written by the engine thread, read by one caller.
+
+    It retires the request before its last event can be read, so a caller that has read
+    ``Finished`` or ``Error`` already sees it gone from ``Engine.active_requests``, whichever
+    thread wrote the event. Reads are paced (``PACE_SECONDS``). With ``deliver``, events are
+    handed to that callable instead of queued (``Engine.submit(on_event=...)``).
     """
 
     def __init__(self, on_close: Callable[[], None],
-                 deliver: Callable[[object], None] | None = None):
+                 deliver: Callable[[object], None] | None = None,
+                 pace: float = PACE_SECONDS):
         self._on_close = on_close
         self._closed = False
         self._lock = threading.Lock()
         self.deliver = deliver
+        self._events: deque = deque()
+        self._ready = threading.Condition(threading.Lock())
+        self._pace = pace
+        self._paced_since: float | None = None
+        """When the reader last took events while they kept coming (None: it waits for one)."""
+        self._ended = False
 
-    def put(self, event, block: bool = True, timeout: float | None = None) -> None:
-        if type(event) is Finished or type(event) is Error:
+    def put(self, event) -> None:
+        last = type(event) is Finished or type(event) is Error
+        if last:
             with self._lock:
                 closing, self._closed = not self._closed, True
             if closing:
                 self._on_close()
-        if self.deliver is None:
-            super().put(event)
-        else:
+        if self.deliver is not None:
             self.deliver(event)
+            return
+        with self._ready:
+            self._events.append(event)
+            if last:
+                self._ended = True
+            if last or self._paced_since is None:
+                self._ready.notify()
+
+    def empty(self) -> bool:
+        """Whether no event waits to be read (handed to ``deliver``: always)."""
+        return not self._events
+
+    def take(self, timeout: float) -> list:
+        """Every event queued, waiting up to ``timeout`` s for one; [] if none came.
+
+        ``timeout=0`` returns what has come without waiting at all, not even the pace.
+        """
+        with self._ready:
+            if self._paced_since is not None and timeout > 0:
+                # Wait out the pace unless the end comes; then take whatever has come.
+                remaining = self._paced_since + self._pace - time.perf_counter()
+                if remaining > 0 and not self._ended:
+                    self._ready.wait(remaining)
+                if not self._events:  # nothing came within the pace: wait for one again
+                    self._paced_since = None
+            if not self._events and timeout > 0:
+                self._ready.wait(timeout)
+            events = list(self._events)
+            self._events.clear()
+            self._paced_since = time.perf_counter() if events and not self._ended else None
+            return events
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +100,6 @@ class Job:
     request_id: str
     request: GenerationRequest
     prompt: RenderedPrompt
-    out: SimpleQueue
-    """Where the request's events go (an ``Outbox`` from the engine); the caller's handle reads it."""
+    out: Outbox
+    """Where the request's events go; the caller's handle reads it."""
     cancel: threading.Event = field(default_factory=threading.Event)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from queue import SimpleQueue
 
 import mlx.core as mx
 
 from ._admission import GenerationRequest
+from ._job import Outbox
 from .._events import (
     ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, Started, TokenLogprobs,
     ToolCall, Usage,
@@ -67,7 +67,7 @@ class ReplyStream:
     """Turns one request's tokens into events on ``out`` (engine-thread only)."""
 
     def __init__(self, request_id: str, request: GenerationRequest, prompt, tokenizer,
-                 out: SimpleQueue):
+                 out: Outbox):
         self.request_id = request_id
         self.request = request
         self.tokenizer = tokenizer

@@ -26,9 +26,8 @@ def _long_body(max_tokens: int = 8) -> dict:
 
 def _queued(handle) -> list:
     # What the engine thread has already written for ``handle``, without waiting for more.
-    out, events = handle._job.out, []
-    while not out.empty():
-        events.append(out.get_nowait())
+    events = [*handle._pending, *handle._job.out.take(0)]
+    handle._pending.clear()
     return events
 
 
