@@ -28,7 +28,7 @@ from .._errors import EngineDeadError, EngineError, EngineRequestError
 from .._events import ContentDelta, Error, Finished, ReasoningDelta, TokenLogprobs
 from ..request import _responses as responses
 from ..request._handle import RequestHandle
-from ..request._job import PACE_SECONDS
+from ..request._job import PACE_SECONDS, urgent
 
 __all__ = ["ServedRequest", "Deliveries", "merge_deltas", "CompletionsHandler", "ModelsHandler",
            "HealthHandler", "NotFoundHandler"]
@@ -52,32 +52,36 @@ class Deliveries:
     """Events from the engine's threads to the IO loop, shared by every request: one loop
     wake-up for whatever came meanwhile (``call_soon_threadsafe`` writes the loop's self-pipe
     each time), and paced as a request's own reader is (``PACE_SECONDS``): after a wake-up
-    that found events, the next comes a pace later, or at once for a reply's end."""
+    that found events, the next comes a pace later, or at once for a reply's first text or
+    its end (``urgent``)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, pace: float = PACE_SECONDS):
         self._loop = loop
         self._pace = pace
         self._items: collections.deque = collections.deque()
         self._signalled = False
-        self._ending = False
+        self._urgent = False
         self._timer: asyncio.TimerHandle | None = None
 
     def sender(self, handler: "CompletionsHandler") -> Callable[[Any], None]:
         """The ``on_event`` for ``handler``'s request (called on any thread)."""
         items = self._items
+        text_seen = False
 
         def deliver(event: Any) -> None:
+            nonlocal text_seen
             items.append((handler, event))  # before the check: a pending wake-up covers it
             if not self._signalled:
                 self._signalled = True
                 self._loop.call_soon_threadsafe(self._drain)
-            elif (type(event) is Finished or type(event) is Error) and not self._ending:
-                self._ending = True
+            elif urgent(event, text_seen) and not self._urgent:
+                self._urgent = True
                 self._loop.call_soon_threadsafe(self._drain)
+            text_seen = text_seen or type(event) is ContentDelta or type(event) is ReasoningDelta
         return deliver
 
     def _drain(self) -> None:
-        self._signalled = self._ending = False
+        self._signalled = self._urgent = False
         items = self._items
         if not items:
             return  # nothing came within the pace: the next event wakes the loop at once

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from mlx_notebook.engine import ContentDelta, Finished, Started
+from mlx_notebook.engine import ContentDelta, Finished, PrefillProgress, Started
+from mlx_notebook.engine._events import TokenLogprobs
 from mlx_notebook.engine.request._job import Outbox
 
 
@@ -31,6 +32,19 @@ def test_the_last_event_ends_the_pace_at_once():
     got = out.take(1.0)
     assert got == [ContentDelta("b"), Finished("stop")]
     assert time.perf_counter() - t0 < 10  # ...but the end does not wait for it
+
+
+def test_the_first_text_after_other_events_ends_the_pace_at_once():
+    out = Outbox(lambda: None, pace=30.0)
+    out.put(PrefillProgress(0, 100))
+    assert out.take(1.0) == [PrefillProgress(0, 100)]  # pacing: 30 s...
+    first = TokenLogprobs(5, "Hi", -0.1)  # put before its token's text: it wakes nobody
+    threading.Timer(0.05, lambda: (out.put(first), out.put(ContentDelta("Hi")))).start()
+    t0 = time.perf_counter()
+    got = out.take(1.0)
+    assert time.perf_counter() - t0 < 10  # ...but the reply's first text does not wait
+    got += out.take(0)
+    assert got == [first, ContentDelta("Hi")]
 
 
 def test_a_reader_that_found_nothing_within_the_pace_is_woken_by_the_next_event():
