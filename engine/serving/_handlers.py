@@ -4,11 +4,13 @@ A completion handler admits the body through ``Engine.submit`` (on an executor t
 long conversation takes milliseconds to render) with an ``on_event`` that hands each event
 to the IO loop through the listener's one ``Deliveries``: what every request produced since
 the loop last looked reaches it in one wake-up (paced: at most one per ``PACE_SECONDS``,
-but at once for a reply's end), where the engine's own chunk builders (``request/_responses``)
-turn it into SSE ``data:`` lines. No thread per request: with 64 clients streaming, a pump
-thread each (blocking on its events, waking the loop per token) cost the engine a fifth of
-its throughput in GIL hand-offs. A client that goes away cancels its request
-(``RequestHandle.cancel``) at the next write or as soon as tornado sees the connection close.
+but at once for a reply's first text or its end), where the engine's own chunk builders
+(``request/_responses``) turn it into SSE ``data:`` lines, a request's deltas from one
+wake-up joined into one chunk (``merge_deltas``). No thread per request: with 64 clients
+streaming, a pump thread each (blocking on its events, waking the loop per token) cost the
+engine a fifth of its throughput in GIL hand-offs. A client that goes away cancels its
+request (``RequestHandle.cancel``) at the next write or as soon as tornado sees the
+connection close.
 """
 
 from __future__ import annotations
