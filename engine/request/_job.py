@@ -16,7 +16,7 @@ from .._events import ContentDelta, Error, Finished, ReasoningDelta
 from ._admission import GenerationRequest
 from ._rendering import RenderedPrompt
 
-__all__ = ["Job", "Outbox", "PACE_SECONDS", "urgent"]
+__all__ = ["Job", "Outbox", "PACE_SECONDS", "TEXT_EVENTS", "urgent"]
 
 # A reader woken by one event then collects what comes in the next this-many seconds in one
 # go, instead of waking once per token. Every wake-up takes the GIL from the engine thread,
@@ -27,14 +27,14 @@ __all__ = ["Job", "Outbox", "PACE_SECONDS", "urgent"]
 PACE_SECONDS = 0.02
 
 
+TEXT_EVENTS = (ContentDelta, ReasoningDelta)
+
+
 def urgent(event, text_seen: bool) -> bool:
     """Whether ``event`` must reach a paced reader at once: the end of the reply, or its first
     text (``text_seen``: a text delta came before it)."""
     kind = type(event)
-    return kind is Finished or kind is Error or (not text_seen and kind in _TEXT)
-
-
-_TEXT = (ContentDelta, ReasoningDelta)
+    return kind is Finished or kind is Error or (not text_seen and kind in TEXT_EVENTS)
 
 
 class Outbox:
@@ -58,13 +58,11 @@ class Outbox:
         self._pace = pace
         self._paced_since: float | None = None
         """When the reader last took events while they kept coming (None: it waits for one)."""
-        self._ended = False
         self._text_seen = False
         self._urgent = False
 
     def put(self, event) -> None:
-        last = type(event) is Finished or type(event) is Error
-        if last:
+        if type(event) is Finished or type(event) is Error:
             with self._lock:
                 closing, self._closed = not self._closed, True
             if closing:
@@ -74,10 +72,9 @@ class Outbox:
             return
         with self._ready:
             self._events.append(event)
-            self._ended = self._ended or last
             if urgent(event, self._text_seen):
                 self._urgent = True
-            self._text_seen = self._text_seen or type(event) in _TEXT
+            self._text_seen = self._text_seen or type(event) in TEXT_EVENTS
             if self._urgent or self._paced_since is None:
                 self._ready.notify()
 
@@ -103,7 +100,7 @@ class Outbox:
             events = list(self._events)
             self._events.clear()
             self._urgent = False
-            self._paced_since = time.perf_counter() if events and not self._ended else None
+            self._paced_since = time.perf_counter() if events else None
             return events
 
 

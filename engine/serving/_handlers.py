@@ -27,10 +27,10 @@ from typing import Any, Callable
 from tornado.web import RequestHandler, stream_request_body
 
 from .._errors import EngineDeadError, EngineError, EngineRequestError
-from .._events import ContentDelta, Error, Finished, ReasoningDelta, TokenLogprobs
+from .._events import Error, Finished, TokenLogprobs
 from ..request import _responses as responses
 from ..request._handle import RequestHandle
-from ..request._job import PACE_SECONDS, urgent
+from ..request._job import PACE_SECONDS, TEXT_EVENTS, urgent
 
 __all__ = ["ServedRequest", "Deliveries", "merge_deltas", "CompletionsHandler", "ModelsHandler",
            "HealthHandler", "NotFoundHandler"]
@@ -79,7 +79,7 @@ class Deliveries:
             elif urgent(event, text_seen) and not self._urgent:
                 self._urgent = True
                 self._loop.call_soon_threadsafe(self._drain)
-            text_seen = text_seen or type(event) is ContentDelta or type(event) is ReasoningDelta
+            text_seen = text_seen or type(event) in TEXT_EVENTS
         return deliver
 
     def _drain(self) -> None:
@@ -118,7 +118,7 @@ def merge_deltas(events: list) -> list:
     out: list = []
     for event in events:
         kind = type(event)
-        if kind is ContentDelta or kind is ReasoningDelta:
+        if kind in TEXT_EVENTS:
             last = len(out) - 1
             while last >= 0 and type(out[last]) is TokenLogprobs:
                 last -= 1
