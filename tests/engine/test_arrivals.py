@@ -75,3 +75,56 @@ def test_a_request_alone_keeps_the_single_stream_when_only_a_wake_up_queues_behi
     got = list(handle.events())
     assert _expected(scripts, "reason_then_answer").startswith(_text(got)) and len(_text(got)) > 5
     assert alone == [True]
+
+
+def test_whole_prefill_batches_start_while_others_prepare_and_the_remainder_waits_for_them(
+        tiny_engine, script_body, scripts, engine_thread_held):
+    # 32 clients submitting at once reach the engine in waves; admitting a wave whole split
+    # them into ragged prefill batches. Full batches go at once, the rest wait for the others.
+    size = tiny_engine.config.prefill_concurrency
+    names = ["reason_then_answer", "system_prompt"] * size
+    with tiny_engine._thread.preparing():  # another caller is rendering its request
+        with engine_thread_held(tiny_engine):
+            handles = [tiny_engine.submit(script_body(name, max_tokens=8))
+                       for name in names[:size + 2]]
+            started, asked = [], threading.Event()
+            tiny_engine._thread.call_soon(lambda: (tiny_engine._thread.scheduler.step(),
+                                                   started.append([not h._job.out.empty()
+                                                                   for h in handles]),
+                                                   asked.set()))
+        assert asked.wait(30)
+        last = tiny_engine.submit(script_body(names[size + 2], max_tokens=8))
+    assert started == [[True] * size + [False, False]]
+    for name, handle in zip(names, handles + [last]):
+        got = list(handle.events())
+        assert isinstance(got[0], Started) and isinstance(got[-1], Finished), name
+        assert _expected(scripts, name).startswith(_text(got)) and len(_text(got)) > 2, name
+
+
+def test_a_reply_running_alone_joins_the_batch_ahead_of_arrivals_so_prefill_batches_stay_whole(
+        tiny_engine, script_body, scripts, engine_thread_held, monkeypatch):
+    # In the arrivals' prefill batch, the reply moved off the single stream would leave for
+    # decoding first, and mlx-lm would refill just its slot: prefills of 7 prompts, then 1.
+    from mlx_lm.generate import PromptProcessingBatch
+
+    sizes = []
+    prompt = PromptProcessingBatch.prompt
+    monkeypatch.setattr(PromptProcessingBatch, "prompt",
+                        lambda self, tokens: (sizes.append(tokens) if tokens else None,
+                                              prompt(self, tokens))[1])
+    size = tiny_engine.config.prefill_concurrency
+    tiny_engine.clear_prompt_cache()  # a prompt found whole in the cache needs no prefill
+    first = tiny_engine.submit(script_body("long_story", max_tokens=200))
+    events = first.events()
+    for event in events:  # decoding alone, on the single stream
+        if isinstance(event, (ContentDelta, ReasoningDelta)):
+            break
+    names = ["reason_then_answer", "system_prompt"] * (size // 2)
+    with engine_thread_held(tiny_engine):  # they reach the engine together, mid-reply
+        late = [tiny_engine.submit(script_body(name, max_tokens=8)) for name in names]
+    for name, handle in zip(names, late):
+        got = list(handle.events())
+        assert _expected(scripts, name).startswith(_text(got)) and len(_text(got)) > 2, name
+    assert isinstance(list(events)[-1], Finished)
+    assert len(sizes[0]) == size  # all of them in the first prefill batch (then what the
+    # prompts with a system prompt have left after its snapshot)
