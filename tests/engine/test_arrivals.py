@@ -128,3 +128,34 @@ def test_a_reply_running_alone_joins_the_batch_ahead_of_arrivals_so_prefill_batc
     assert isinstance(list(events)[-1], Finished)
     assert len(sizes[0]) == size  # all of them in the first prefill batch (then what the
     # prompts with a system prompt have left after its snapshot)
+
+
+def test_requests_arriving_as_prompts_finish_reading_wait_for_them_to_decode(
+        tiny_engine, engine_thread_held, monkeypatch):
+    # mlx-lm refills its prefill batch before the prompts done reading leave it: 8 arrivals
+    # joining 7 such prompts would be read as 1, then 7, and every batch after split the same.
+    from mlx_lm.generate import PromptProcessingBatch
+
+    tiny_engine.clear_prompt_cache()
+    size = tiny_engine.config.prefill_concurrency
+    sizes, late = [], []
+    prompt = PromptProcessingBatch.prompt
+
+    def recorded(self, tokens):
+        if tokens:
+            sizes.append(len(tokens))
+            if len(sizes) == 1:  # the first group is being read: the others arrive now
+                late.extend(tiny_engine.submit({"prompt": f"Count to {i} slowly:",
+                                                "max_tokens": 6}, kind="completion")
+                            for i in range(size))
+        return prompt(self, tokens)
+
+    monkeypatch.setattr(PromptProcessingBatch, "prompt", recorded)
+    with engine_thread_held(tiny_engine):
+        first = [tiny_engine.submit({"prompt": f"Name {i} colours:", "max_tokens": 6},
+                                    kind="completion") for i in range(size - 1)]
+    for handle in first + late:
+        got = list(handle.events())
+        assert isinstance(got[-1], Finished) and got[-1].reason == "length"
+        assert _text(got)
+    assert sizes == [size - 1, size]
