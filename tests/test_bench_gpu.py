@@ -23,7 +23,8 @@ def _bench():
 def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path, tmp_path, capsys):
     results = _bench().main([
         "--shapes", "tiny", "--dtypes", "float32", "--n", "1", "2", "--tokens", "8",
-        "--history", "60", "--prefill", "128", "--rounds", "1", "--tokenizer", str(smollm2_path),
+        "--history", "60", "--prefill", "128", "--rounds", "1", "--warmup", "1",
+        "--tokenizer", str(smollm2_path),
         "--json", str(tmp_path / "results.json"),
     ])
     row = results["tiny float32"]
@@ -31,6 +32,7 @@ def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path,
     assert row["single"]["engine_tps"] > 0 and row["single"]["mlx_tps"] > 0
     assert set(row["aggregate"]) == {1, 2}
     assert all(a["engine_tps"] > 0 and a["mlx_tps"] > 0 for a in row["aggregate"].values())
+    assert all(a["median_ratio"] > 0 for a in row["aggregate"].values())
     assert row["follow_up"][60]["prompt_tokens"] > 60
     assert row["prefill"][128]["tokens"] >= 100
     out = capsys.readouterr().out
