@@ -29,8 +29,8 @@ import argparse
 import gc
 import json
 import platform
-import statistics
 import shutil
+import statistics
 import tempfile
 import threading
 import time
@@ -187,15 +187,15 @@ def _mlx_aggregate(engine: Engine, prompts: list[list[int]], tokens: int) -> flo
     return sum(len(t) for t in out.token_ids) / (time.perf_counter() - t0)
 
 
-def aggregate(engine: Engine, n: int, tokens: int, rounds: int, warmup: int = 1) -> dict:
+def aggregate(engine: Engine, n: int, tokens: int, rounds: int, warmup: int) -> dict:
     """Aggregate tokens/s at N, after ``warmup`` untimed runs of each side.
 
     One warm-up is not a steady state on CUDA, where a forward pass of a shape mlx has not met
     before builds a cuDNN attention graph (65-100 ms against ~6 ms; H200, mlx 0.32.4).
     ``batch_generate`` meets the same shapes in every run; the engine's batches depend on when
     each consumer's request arrives and on the prompt cache (later arrivals reuse the shared
-    system prompt, so their prefill has a cached prefix), so it keeps meeting new ones for a
-    few runs. ``median_ratio`` is the median of the per-round ratios: the spread between it
+    system prompt, so their prefill has a cached prefix), so after one warm-up it still meets
+    new ones in the timed rounds. ``median_ratio`` is the median of the per-round ratios: the spread between it
     and the best-against-best ``ratio`` shows how noisy the machine was.
     """
     bodies = [{**_chat(i), "max_tokens": tokens} for i in range(n)]
