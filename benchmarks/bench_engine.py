@@ -1,7 +1,9 @@
 """Engine vs mlx-lm, measured side by side in one run (these machines are noisy).
 
-    LD_PRELOAD=/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 \\
+    LD_PRELOAD=$(python -m mlx_notebook.engine.blas) \\
         python benchmarks/bench_engine.py [--model DIR] [--tiny DIR] [--rounds 3]
+
+(the BLAS and jemalloc that the mlx-notebook kernel preloads, as tests/run.sh does).
 
 Prints, for SmolLM2 (float32 by default): single-stream decode tokens/s against
 ``mlx_lm.stream_generate`` on the same prompt and 256 greedy tokens, added time to first

