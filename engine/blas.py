@@ -28,11 +28,11 @@ Which library, in order:
 preloads that file.
 
 Beside the BLAS, the system's jemalloc when there is one (Debian/Ubuntu ``libjemalloc2``,
-Fedora ``jemalloc``). Why: mlx's CPU backend keeps no buffer cache, so every array of every
-step is a malloc and a free, often on two threads (mlx evaluates on a stream's own thread), and
-under glibc's malloc, which gives each thread an arena of its own, that cost depends on the
-thread that builds the graph. Measured with SmolLM2 float32 and OpenBLAS on 2 cores, 40
-alternations: the same ``generate_step`` reached its first token 10-15 ms sooner or later
+Fedora ``jemalloc``). Why, measured rather than explained: each decode step allocates and
+frees many small objects on two threads (the graph, built on the calling thread, and mlx's
+stream thread that evaluates it), and under glibc's malloc, which gives each thread an arena
+of its own, a step's cost depended on the thread that built it. With SmolLM2 float32 and
+OpenBLAS on 2 cores, 40 alternations: the same ``generate_step`` reached its first token 10-15 ms sooner or later
 depending only on which thread ran it (the engine's thread among the slow ones), and the
 engine's first token came 9-10 ms after ``stream_generate``'s on the main thread. With
 jemalloc every thread took the same time, the engine's first token came 0-3 ms after, and
