@@ -28,17 +28,17 @@ Which library, in order:
 preloads that file.
 
 Beside the BLAS, the system's jemalloc when there is one (Debian/Ubuntu ``libjemalloc2``,
-Fedora ``jemalloc``). Why, measured rather than explained: each decode step allocates and
-frees many small objects on two threads (the graph, built on the calling thread, and mlx's
-stream thread that evaluates it), and under glibc's malloc, which gives each thread an arena
-of its own, a step's cost depended on the thread that built it. With SmolLM2 float32 and
-OpenBLAS on 2 cores, 40 alternations: the same ``generate_step`` reached its first token 10-15 ms sooner or later
-depending only on which thread ran it (the engine's thread among the slow ones), and the
-engine's first token came 9-10 ms after ``stream_generate``'s on the main thread. With
-jemalloc every thread took the same time, the engine's first token came 0-3 ms after, and
-mlx-lm itself decoded ~10% faster (19.3 against 17.3 tok/s; the tiny reasoner 575 against 736
-us a token). PyPI has no jemalloc build, so without the system's there is none (nothing to
-say: glibc's malloc is only slower).
+Fedora ``jemalloc``). Why, measured rather than explained: each decode step allocates and frees
+many small objects on two threads (the graph, built on the calling thread, and mlx's stream
+thread that evaluates it), and under glibc's malloc, which gives each thread an arena of its
+own, a step's cost depended on the thread that built it. With SmolLM2 float32 and OpenBLAS on 2
+cores, 40 alternations: the same ``generate_step`` reached its first token 10-15 ms sooner or
+later depending only on which thread ran it (the engine's thread among the slow ones), and the
+engine's first token came 9-10 ms after ``stream_generate``'s on the main thread. With jemalloc
+every thread took the same time, the engine's first token came 0-3 ms after, and mlx-lm itself
+decoded ~10% faster (19.3 against 17.3 tok/s; the tiny reasoner 575 against 736 us a token).
+PyPI has no jemalloc build, so without the system's there is none (nothing to say: glibc's
+malloc is only slower).
 ``MLX_NOTEBOOK_MALLOC`` overrides it: ``system`` keeps glibc's malloc, a path preloads that file.
 
 ``python -m mlx_notebook.engine.blas`` prints what to preload, as ``LD_PRELOAD`` takes it (or
