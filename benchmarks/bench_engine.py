@@ -9,7 +9,8 @@ Prints, for SmolLM2 (float32 by default): single-stream decode tokens/s against
 ``mlx_lm.stream_generate`` on the same prompt and 256 greedy tokens, added time to first
 token, aggregate tokens/s of 4 concurrent requests against single-stream, and time to first
 token of a follow-up turn on a ~500-token conversation against the same turn cold; for the
-tiny reasoner (where the model itself is fast): our per-token overhead in microseconds.
+tiny reasoner (where the model itself is fast): our per-token overhead in microseconds, over
+2048-token replies.
 Rounds alternate which side runs first; decode and first-token figures compare each side's
 best round (least disturbed by other processes), the median of per-round ratios is printed too.
 The end-of-sequence tokens get a -100 logit bias on both sides so every run decodes exactly
@@ -30,6 +31,10 @@ from mlx_lm.sample_utils import make_logits_processors
 from mlx_notebook.engine import ContentDelta, Engine, Finished, ReasoningDelta
 
 TOKENS = 256
+# The tiny reasoner's per-token cost is read over longer replies: a step is ~0.6 ms, so over
+# 256 tokens a request's own start and end (and the machine's noise) moved the figure by tens
+# of µs a token from run to run (-62 to +69 µs best of rounds on 2026-12-01).
+TINY_TOKENS = 2048
 PROMPT = "Write a long story about a lighthouse keeper and the sea, with many details."
 
 
@@ -202,6 +207,7 @@ def _path_overhead(tiny: Engine, repeats: int = 5) -> float:
 
 def _overhead(tiny: Engine, rounds: int) -> dict:
     body, tokens, eos_bias = _body(tiny, "What is 17 + 25?")
+    body = {**body, "max_tokens": TINY_TOKENS}
     _engine_run(tiny, {**body, "max_tokens": 8})
     _mlx_run(tiny, tokens[:4], eos_bias)
     ours, theirs, cpu_ours, cpu_theirs = [], [], [], []
@@ -213,10 +219,10 @@ def _overhead(tiny: Engine, rounds: int) -> dict:
             cpu = time.process_time()
             if side == 0:
                 ours.append(_engine_run(tiny, body)[1])
-                cpu_ours.append((time.process_time() - cpu) / TOKENS)
+                cpu_ours.append((time.process_time() - cpu) / TINY_TOKENS)
             else:
-                theirs.append(_mlx_run(tiny, tokens, eos_bias)[1])
-                cpu_theirs.append((time.process_time() - cpu) / TOKENS)
+                theirs.append(_mlx_run(tiny, tokens, eos_bias, TINY_TOKENS)[1])
+                cpu_theirs.append((time.process_time() - cpu) / TINY_TOKENS)
     return {"us_per_token": (1 / max(ours) - 1 / max(theirs)) * 1e6,
             "median_us_per_token": (1 / statistics.median(ours)
                                     - 1 / statistics.median(theirs)) * 1e6,
