@@ -10,9 +10,11 @@ With a draft model every request takes this path, one at a time (as in mlx_lm.se
 mlx-lm's ``speculative_generate_step``; its KV cache is the model's layers followed by the
 draft's, which the prompt cache stores and trims as one list.
 
-A cancel takes effect between prefill chunks: mlx-lm runs the whole prefill inside the first
-``next()`` and reports each chunk to a progress callback, so the callback raises
-``Cancelled`` when the job's flag is set, and ``step`` raises it too when a cancel came while
+The prompt is read here, in the first ``next()``, in ``generate_step``'s own chunks (all but
+the last token), and mlx-lm then reads the last token and decodes (``_read_prompt`` says
+why). A cancel takes effect between prefill chunks: each evaluated chunk is reported to a
+progress callback, which raises ``Cancelled`` when the job's flag is set (or ``Preempted``
+when another request waits), and ``step`` raises ``Cancelled`` too when a cancel came while
 a token was computed, so no token reaches the reply after a cancel.
 """
 
@@ -62,30 +64,39 @@ class SingleStream:
         out, cancel = job.out, job.cancel
 
         def progress(done: int, total: int) -> None:
-            # Called after each chunk is evaluated (and once before the first): the cache
-            # then holds exactly the chunks done, so stopping here leaves it consistent.
+            # Called before the first chunk, after each but the last is evaluated, and with
+            # the first token: the cache then holds exactly the tokens counted, so stopping
+            # here leaves it consistent.
             if cancel.is_set():
                 raise Cancelled
             out.put(PrefillProgress(done + cached, total + cached))
             if preempt is not None and done < total and preempt():
                 raise Preempted
 
-        if not self._speculative:
-            self._steps = generate_step(
-                mx.array(tokens[cached:]), model, stream,
-                max_tokens=self.request.max_tokens, sampler=sampler,
-                logits_processors=processors or None, prompt_cache=cache,
-                prefill_step_size=prefill_step_size, prompt_progress_callback=progress,
-            )
-            return
-        # speculative_generate_step prefills without progress reports: prefill both models
-        # here in chunks (reporting each), and hand it the last prompt token alone.
-        self._steps = _speculative_steps(
-            tokens[cached:], model, draft_model, stream, cache=cache,
-            prefill_step_size=prefill_step_size, progress=progress,
-            num_draft_tokens=num_draft_tokens, max_tokens=self.request.max_tokens,
-            sampler=sampler, logits_processors=processors or None,
-        )
+        head, last = tokens[cached:-1], mx.array(tokens[-1:])
+
+        def read_last(done: int, n: int) -> None:  # generate_step's progress, over the last token
+            if done == n:
+                progress(len(head) + 1, len(head) + 1)
+
+        def steps():  # the body runs in the first next(), on the engine thread
+            if not self._speculative:
+                _read_prompt(head, [model], [cache], stream, prefill_step_size, progress)
+                yield from generate_step(
+                    last, model, stream, max_tokens=self.request.max_tokens, sampler=sampler,
+                    logits_processors=processors or None, prompt_cache=cache,
+                    prompt_progress_callback=read_last)
+                return
+            main, draft = cache[: self._model_layers], cache[self._model_layers:]
+            _read_prompt(head, [model, draft_model], [main, draft], stream, prefill_step_size,
+                         progress)
+            read_last(1, 1)
+            yield from speculative_generate_step(
+                last, model, draft_model, stream, prompt_cache=cache,
+                num_draft_tokens=num_draft_tokens, max_tokens=self.request.max_tokens,
+                sampler=sampler, logits_processors=processors or None)
+
+        self._steps = steps()
 
     def step(self) -> tuple[int, object, str | None]:
         """Decode one token: (token, logprobs, finish reason or None).
@@ -156,20 +167,26 @@ class SingleStream:
         return self.cache, self.tokens[:held], self.tokens[held:]
 
 
-def _speculative_steps(tokens: list[int], model, draft_model, stream, *, cache,
-                       prefill_step_size: int, progress, **generation):
-    """``speculative_generate_step`` after a chunked prefill that reports its progress."""
-    main, draft = cache[: len(model.layers)], cache[len(model.layers):]
-    head, total = tokens[:-1], len(tokens)
+def _read_prompt(head: list[int], models, caches, stream, step_size: int, progress) -> None:
+    """Read ``head``, the prompt but its last token, into each model's cache.
+
+    The chunks are ``generate_step``'s own (``step_size`` tokens from the start), so the
+    cache, and every token after it, is the one mlx-lm computes. Every chunk but the last is
+    evaluated, reported (where a cancel or a preemption takes effect) and its buffers freed,
+    as mlx-lm does. The last is left queued: the first token's forward pass is built on top of
+    it and the device reads both in one go. ``generate_step`` would wait for that chunk, then
+    run ``mx.clear_cache()`` (which frees every cached buffer holding the GIL: 0.2-6 ms on an
+    H200) and only then build the next pass, all between the prompt and its first token.
+    """
+    total = len(head) + 1
     progress(0, total)
     with mx.stream(stream):
-        for start in range(0, len(head), prefill_step_size):
-            chunk = mx.array(head[start:start + prefill_step_size])[None]
-            model(chunk, cache=main)
-            draft_model(chunk, cache=draft)
-            mx.eval([c.state for c in cache])
-            progress(start + chunk.shape[1], total)
+        for start in range(0, len(head), step_size):
+            chunk = mx.array(head[start:start + step_size])[None]
+            for model, cache in zip(models, caches):
+                model(chunk, cache=cache)
+            if start + step_size >= len(head):
+                break
+            mx.eval([c.state for cache in caches for c in cache])
+            progress(start + step_size, total)
             mx.clear_cache()
-    progress(total, total)
-    yield from speculative_generate_step(
-        mx.array(tokens[-1:]), model, draft_model, stream, prompt_cache=cache, **generation)

@@ -1,0 +1,85 @@
+"""A request alone reads its prompt in mlx-lm's own chunks and gives mlx-lm's own tokens.
+
+The single stream reads all but the prompt's last token itself, chunk by chunk, and leaves the
+last chunk queued under the first token's forward pass (``_read_prompt``). These tests hold it
+to ``generate_step`` run directly on the same prompt: the same tokens and the same logprobs,
+bit for bit, cold and with a cached prefix, and a progress bar that counts the chunks. Real
+SmolLM2 (float32: 64-token chunks on a CPU, so a few hundred tokens make several).
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import pytest
+from mlx_lm.generate import generate_step
+
+from mlx_notebook.engine import PrefillProgress, Started, TokenLogprobs
+
+pytestmark = pytest.mark.model
+
+_NOTES = ("The lighthouse keeper logged every ship that passed: a trawler at dawn, two ferries "
+          "before noon, a tanker riding low in the afternoon swell. ")
+
+
+def _body(days: int, max_tokens: int = 6) -> dict:
+    text = " ".join(f"Day {i}. {_NOTES}" for i in range(days))
+    return {"messages": [{"role": "user", "content": f"{text}\nWhich ship came first?"}],
+            "max_tokens": max_tokens, "logprobs": True}
+
+
+def _mlx_lm(engine, prompt: list[int], max_tokens: int) -> list[tuple[int, float]]:
+    """generate_step's (token, logprob) pairs, up to the end-of-sequence token as the engine's."""
+    step = engine._thread.scheduler.prefill_step_size
+    out = []
+    for token, logprobs in generate_step(mx.array(prompt), engine._thread.model,
+                                         max_tokens=max_tokens, prefill_step_size=step):
+        out.append((token, logprobs[token].item()))
+        if token in engine.tokenizer.eos_token_ids:
+            break
+    return out
+
+
+def _read(handle) -> tuple[int, list[tuple[int, float]], list[tuple[int, int]]]:
+    """(cached prompt tokens, (token, logprob) per token, (processed, total) per report)."""
+    events = list(handle.events())
+    (started,) = [e for e in events if isinstance(e, Started)]
+    tokens = [(e.token_id, e.logprob) for e in events if isinstance(e, TokenLogprobs)]
+    progress = [(e.processed, e.total) for e in events if isinstance(e, PrefillProgress)]
+    return started.cached_tokens, tokens, progress
+
+
+def test_a_long_prompt_gives_generate_steps_tokens_and_logprobs_exactly(smollm2_engine):
+    engine = smollm2_engine
+    body = _body(days=5)
+    prompt = list(engine.inspect(body).token_ids)
+    step = engine._thread.scheduler.prefill_step_size
+    assert len(prompt) > 3 * step
+    engine.clear_prompt_cache()
+    cached, tokens, progress = _read(engine.submit(body))
+    assert cached == 0
+    assert tokens == _mlx_lm(engine, prompt, 6)
+    # The bar starts at nothing, counts whole chunks as each is read, and ends full.
+    assert progress[0] == (0, len(prompt)) and progress[-1] == (len(prompt), len(prompt))
+    middle = [done for done, _ in progress[1:-1]]
+    assert middle == sorted(middle) and all(d % step == 0 and d < len(prompt) for d in middle)
+
+
+def test_a_follow_up_with_a_long_new_part_gives_the_cold_tokens(smollm2_engine):
+    engine = smollm2_engine
+    engine.clear_prompt_cache()
+    first = _body(days=2, max_tokens=4)
+    reply = engine.chat_completions(first)["choices"][0]["message"]
+    body = {**_body(days=2),
+            "messages": first["messages"] + [reply, _body(days=4)["messages"][0]]}
+    prompt = list(engine.inspect(body).token_ids)
+    cached, warm, progress = _read(engine.submit(body))
+    step = engine._thread.scheduler.prefill_step_size
+    assert cached > 0 and len(prompt) - cached > 2 * step  # several chunks after the cached part
+    assert progress[0] == (cached, len(prompt)) and progress[-1] == (len(prompt), len(prompt))
+    engine.clear_prompt_cache()
+    assert _read(engine.submit(body))[1] == _mlx_lm(engine, prompt, 6)
+    # The cached part was computed in other chunks (the first turn's prompt, then its reply a
+    # token at a time), so the numbers may differ in the last bits; the tokens may not.
+    cold = _mlx_lm(engine, prompt, 6)
+    assert [t for t, _ in warm] == [t for t, _ in cold]
+    assert [p for _, p in warm] == pytest.approx([p for _, p in cold], abs=1e-3)
