@@ -64,9 +64,9 @@ class SingleStream:
         out, cancel = job.out, job.cancel
 
         def progress(done: int, total: int) -> None:
-            # Called before the first chunk, after each but the last is evaluated, and with
-            # the first token: the cache then holds exactly the tokens counted, so stopping
-            # here leaves it consistent.
+            # Called before the first chunk, after each evaluated chunk, and once the whole
+            # prompt is read: the cache then holds (or has queued) exactly the tokens counted,
+            # so stopping here leaves it consistent.
             if cancel.is_set():
                 raise Cancelled
             out.put(PrefillProgress(done + cached, total + cached))
