@@ -3,8 +3,9 @@
 The single stream reads all but the prompt's last token itself, chunk by chunk, and leaves the
 last chunk queued under the first token's forward pass (``_read_prompt``). These tests hold it
 to ``generate_step`` run directly on the same prompt: the same tokens and the same logprobs,
-bit for bit, cold and with a cached prefix, and a progress bar that counts the chunks. Real
-SmolLM2 (float32: 64-token chunks on a CPU, so a few hundred tokens make several).
+bit for bit, when cold; the same tokens after a cached prefix; and a progress bar that counts
+the chunks. Real SmolLM2 (float32: 64-token chunks on a CPU, so a few hundred tokens make
+several).
 """
 
 from __future__ import annotations
@@ -76,10 +77,10 @@ def test_a_follow_up_with_a_long_new_part_gives_the_cold_tokens(smollm2_engine):
     step = engine._thread.scheduler.prefill_step_size
     assert cached > 0 and len(prompt) - cached > 2 * step  # several chunks after the cached part
     assert progress[0] == (cached, len(prompt)) and progress[-1] == (len(prompt), len(prompt))
+    cold = _mlx_lm(engine, prompt, 6)
     engine.clear_prompt_cache()
-    assert _read(engine.submit(body))[1] == _mlx_lm(engine, prompt, 6)
+    assert _read(engine.submit(body))[1] == cold
     # The cached part was computed in other chunks (the first turn's prompt, then its reply a
     # token at a time), so the numbers may differ in the last bits; the tokens may not.
-    cold = _mlx_lm(engine, prompt, 6)
     assert [t for t, _ in warm] == [t for t, _ in cold]
     assert [p for _, p in warm] == pytest.approx([p for _, p in cold], abs=1e-3)
