@@ -5,7 +5,7 @@ last chunk queued under the first token's forward pass (``_read_prompt``). These
 to ``generate_step`` run directly on the same prompt: the same tokens and the same logprobs,
 bit for bit, when cold; the same tokens after a cached prefix; and a progress bar that counts
 the chunks. Real SmolLM2 (float32: 64-token chunks on a CPU, so a few hundred tokens make
-several).
+several), and the tiny reasoner with token-id prompts on either side of a chunk boundary.
 """
 
 from __future__ import annotations
@@ -84,3 +84,19 @@ def test_a_follow_up_with_a_long_new_part_gives_the_cold_tokens(smollm2_engine):
     # token at a time), so the numbers may differ in the last bits; the tokens may not.
     assert [t for t, _ in warm] == [t for t, _ in cold]
     assert [p for _, p in warm] == pytest.approx([p for _, p in cold], abs=1e-3)
+
+
+@pytest.mark.parametrize("length", [1, 2, 63, 64, 65, 66, 128, 129, 130])
+def test_prompts_at_chunk_boundaries_give_generate_steps_tokens_exactly(tiny_engine, length):
+    # Token-id prompts, so the lengths are exact: the last chunk may be whole, one token long,
+    # or absent (a one-token prompt goes straight to the last token's pass).
+    engine = tiny_engine
+    step = engine._thread.scheduler.prefill_step_size
+    assert step == 64
+    prompt = [(7 * i) % 200 + 10 for i in range(length)]
+    engine.clear_prompt_cache()
+    cached, tokens, progress = _read(engine.submit(
+        {"prompt": prompt, "max_tokens": 4, "temperature": 0, "logprobs": True},
+        kind="completion"))
+    assert cached == 0 and tokens == _mlx_lm(engine, prompt, 4)
+    assert progress[0] == (0, length) and progress[-1] == (length, length)
