@@ -74,10 +74,11 @@ class SingleStream:
                 raise Preempted
 
         head, last = tokens[cached:-1], mx.array(tokens[-1:])
+        to_read = len(head) + 1
 
         def read_last(done: int, n: int) -> None:  # generate_step's progress, over the last token
             if done == n:
-                progress(len(head) + 1, len(head) + 1)
+                progress(to_read, to_read)
 
         def steps():  # the body runs in the first next(), on the engine thread
             if not self._speculative:
@@ -90,7 +91,7 @@ class SingleStream:
             main, draft = cache[: self._model_layers], cache[self._model_layers:]
             _read_prompt(head, [model, draft_model], [main, draft], stream, prefill_step_size,
                          progress)
-            read_last(1, 1)
+            progress(to_read, to_read)
             yield from speculative_generate_step(
                 last, model, draft_model, stream, prompt_cache=cache,
                 num_draft_tokens=num_draft_tokens, max_tokens=self.request.max_tokens,
