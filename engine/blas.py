@@ -84,9 +84,14 @@ _RECIPE = "scipy-openblas32-renamed-1"
 _SONAME = "libmlx_notebook_openblas.so"
 
 
+def _multiarch_lib() -> Path:
+    """Debian/Ubuntu's library directory for this machine's architecture."""
+    return Path("/usr/lib") / f"{platform.machine()}-linux-gnu"
+
+
 def _system_openblas_paths() -> list[Path]:
     """Where distributions install OpenBLAS, threaded builds first."""
-    multiarch = Path("/usr/lib") / f"{platform.machine()}-linux-gnu"
+    multiarch = _multiarch_lib()
     return [
         multiarch / "openblas-pthread" / "libblas.so.3",  # Debian/Ubuntu libopenblas0-pthread
         multiarch / "openblas-openmp" / "libblas.so.3",  # Debian/Ubuntu libopenblas0-openmp
@@ -98,9 +103,8 @@ def _system_openblas_paths() -> list[Path]:
 
 
 def _system_jemalloc_paths() -> list[Path]:
-    multiarch = Path("/usr/lib") / f"{platform.machine()}-linux-gnu"
     return [
-        multiarch / "libjemalloc.so.2",  # Debian/Ubuntu libjemalloc2
+        _multiarch_lib() / "libjemalloc.so.2",  # Debian/Ubuntu libjemalloc2
         Path("/usr/lib64/libjemalloc.so.2"),  # Fedora jemalloc
         Path("/usr/lib/libjemalloc.so.2"),  # Arch, Alpine
     ]
