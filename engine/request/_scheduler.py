@@ -65,9 +65,10 @@ _ARRIVAL_QUIET_S = 0.004
 _ARRIVAL_MAX_WAIT_S = 0.02
 _PREPARING_MAX_WAIT_S = 0.05
 _FIRST_TOKEN_HANDOFF_S = 0.0005
-# After a request's first token, mlx-lm's generate_step frees the prefill's buffers
-# (mx.clear_cache) holding the GIL: 12 ms for SmolLM2 on a CPU, during which the reader
-# woken by the token cannot run. Sleeping this long first lets it take the token.
+# After a request's first token, the single stream's decode loop frees the prefill's buffers
+# (mx.clear_cache, as mlx-lm's generate_step does) holding the GIL: 12 ms for SmolLM2 on a
+# CPU, during which the reader woken by the token cannot run. Sleeping this long first lets it
+# take the token.
 
 
 def default_prefill_step_size(model) -> int:

@@ -1,18 +1,18 @@
-"""The single-stream fast path: one request alone on the engine, decoded by ``generate_step``.
+"""The single-stream fast path: one request alone on the engine, decoded as ``generate_step`` does.
 
 mlx-lm's ``BatchGenerator`` pays for batching even at batch size one (a batch KV cache with
 per-row offsets and an attention mask built every step); alone, a request decodes as fast as
-``mlx_lm.stream_generate`` through the very loop it uses (``generate_step``: the next step
-is queued with ``async_eval`` before the current token is read). When a second request
-arrives, the scheduler moves this one onto the batch (``detach``) without losing a token.
+``mlx_lm.stream_generate`` through the loop it uses (``generate_step``'s: the next step is
+queued with ``async_eval`` before the current token is read), with its first token out one
+step sooner (``_decode`` says why). When a second request arrives, the scheduler moves this
+one onto the batch (``detach``) without losing a token.
 
 With a draft model every request takes this path, one at a time (as in mlx_lm.server), on
 mlx-lm's ``speculative_generate_step``; its KV cache is the model's layers followed by the
 draft's, which the prompt cache stores and trims as one list.
 
 The prompt is read here, in the first ``next()``, in ``generate_step``'s own chunks (all but
-the last token), and mlx-lm then reads the last token and decodes (``_read_prompt`` says
-why). A cancel takes effect between prefill chunks: each evaluated chunk is reported to a
+the last token; ``_read_prompt`` says why), then the last token and the reply (``_decode``). A cancel takes effect between prefill chunks: each evaluated chunk is reported to a
 progress callback, which raises ``Cancelled`` when the job's flag is set (or ``Preempted``
 when another request waits), and ``step`` raises ``Cancelled`` too when a cancel came while
 a token was computed, so no token reaches the reply after a cancel.
@@ -21,7 +21,7 @@ a token was computed, so no token reaches the reply after a cancel.
 from __future__ import annotations
 
 import mlx.core as mx
-from mlx_lm.generate import generate_step, speculative_generate_step
+from mlx_lm.generate import speculative_generate_step
 from mlx_lm.models.cache import trim_prompt_cache
 
 from .._events import PrefillProgress
@@ -76,17 +76,12 @@ class SingleStream:
         head, last = tokens[cached:-1], mx.array(tokens[-1:])
         to_read = len(head) + 1
 
-        def read_last(done: int, n: int) -> None:  # generate_step's progress, over the last token
-            if done == n:
-                progress(to_read, to_read)
-
         def steps():  # the body runs in the first next(), on the engine thread
             if not self._speculative:
                 _read_prompt(head, [model], [cache], stream, prefill_step_size, progress)
-                yield from generate_step(
-                    last, model, stream, max_tokens=self.request.max_tokens, sampler=sampler,
-                    logits_processors=processors or None, prompt_cache=cache,
-                    prompt_progress_callback=read_last)
+                yield from _decode(last, model, cache, stream, max_tokens=self.request.max_tokens,
+                                   sampler=sampler, processors=processors,
+                                   on_first=lambda: progress(to_read, to_read))
                 return
             main, draft = cache[: self._model_layers], cache[self._model_layers:]
             _read_prompt(head, [model, draft_model], [main, draft], stream, prefill_step_size,
@@ -130,7 +125,7 @@ class SingleStream:
         """After ``close``: (tokens whose keys and values are in the cache, the cache).
 
         The cache's offset says how many tokens it really holds, whatever ended the request.
-        ``generate_step`` has already queued the last token's own forward pass, so its cache
+        The decode loop has already queued the last token's own forward pass, so its cache
         holds every token (as in BatchGenerator, whose finished sequences include their last
         token); a prefill cancelled between chunks holds the chunks done; a cancel after
         the first token was computed holds that token, which the reply never got, so it is
@@ -191,3 +186,47 @@ def _read_prompt(head: list[int], models, caches, stream, step_size: int, progre
             mx.eval([c.state for cache in caches for c in cache])
             progress(start + step_size, total)
             mx.clear_cache()
+
+
+def _decode(last, model, cache, stream, *, max_tokens: int, sampler, processors, on_first):
+    """``generate_step``'s decode from the prompt's last token, with the first token out sooner.
+
+    Each step is mlx-lm's (the model on one token, the logits processors over the context
+    from that token on, log-softmax, the sampler), and so is the loop: step ``n + 1`` is
+    queued with ``async_eval`` before token ``n`` is read, so the device always has the next
+    step while the host hands a token on, and ``mx.clear_cache()`` runs every 256 tokens.
+    One thing differs: mlx-lm also queues step 1 before reading the first token, so the host
+    builds and launches a whole forward pass between the prompt and its answer (2-3 ms on
+    an H200 for a 1B model, where a step is launch-bound). Here the first token is read and
+    handed on first. Step 1 is queued once it has been taken, and queued as well if the
+    generator is closed there: like mlx-lm's, the cache then holds every token handed out.
+    """
+    context = None
+
+    def step(y):
+        nonlocal context
+        with mx.stream(stream):
+            logits = model(y[None], cache=cache)[:, -1, :]
+            if processors:
+                context = y if context is None else mx.concat([context, y])
+                for processor in processors:
+                    logits = processor(context, logits)
+            logprobs = logits - mx.logsumexp(logits, keepdims=True)
+            return sampler(logprobs), logprobs.squeeze(0)
+
+    y, logprobs = step(last)
+    mx.eval(y, logprobs)
+    on_first()
+    for n in range(max_tokens):
+        if n:
+            next_y, next_logprobs = step(y)
+            mx.async_eval(next_y, next_logprobs)
+        try:
+            yield y.item(), logprobs
+        finally:
+            if not n:
+                next_y, next_logprobs = step(y)
+                mx.async_eval(next_y, next_logprobs)
+        if n % 256 == 0:
+            mx.clear_cache()
+        y, logprobs = next_y, next_logprobs

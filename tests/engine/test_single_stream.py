@@ -100,3 +100,57 @@ def test_prompts_at_chunk_boundaries_give_generate_steps_tokens_exactly(tiny_eng
         kind="completion"))
     assert cached == 0 and tokens == _mlx_lm(engine, prompt, 4)
     assert progress[0] == (0, length) and progress[-1] == (length, length)
+
+
+class _CountingModel:
+    """The model, counting forward passes (to see which passes exist when a token comes)."""
+
+    def __init__(self, model):
+        self.model, self.passes = model, 0
+
+    def __call__(self, *args, **kwargs):
+        self.passes += 1
+        return self.model(*args, **kwargs)
+
+
+def _greedy(logprobs):
+    return mx.argmax(logprobs, axis=-1)
+
+
+def _decode_first(engine, prompt: list[int], ours: bool):
+    """(first token, logprobs, passes built by then, the cache) for ``prompt``'s last token
+    on a cache holding the rest, through our decode loop or mlx-lm's ``generate_step``."""
+    from mlx_lm.models.cache import make_prompt_cache
+
+    from mlx_notebook.engine.request._single_stream import _decode
+
+    model = _CountingModel(engine._thread.model)
+    cache = make_prompt_cache(engine._thread.model)
+    model(mx.array(prompt[:-1])[None], cache=cache)
+    model.passes = 0
+    last = mx.array(prompt[-1:])
+    if ours:
+        steps = _decode(last, model, cache, mx.default_stream(mx.default_device()), max_tokens=4,
+                        sampler=_greedy, processors=[], on_first=lambda: None)
+    else:
+        steps = generate_step(last, model, max_tokens=4, sampler=_greedy, prompt_cache=cache)
+    token, logprobs = next(steps)
+    passes = model.passes
+    steps.close()
+    mx.eval([c.state for c in cache])
+    return token, logprobs, passes, cache
+
+
+def test_the_first_token_comes_out_before_the_next_step_is_built(tiny_engine):
+    # mlx-lm builds and queues step 1 before it reads the first token: a whole forward pass
+    # between the prompt and its answer (a step on a CPU, 2-3 ms of launches on a GPU).
+    prompt = [(5 * i) % 150 + 20 for i in range(40)]
+    token, logprobs, passes, cache = _decode_first(tiny_engine, prompt, ours=True)
+    their_token, their_logprobs, their_passes, their_cache = _decode_first(
+        tiny_engine, prompt, ours=False)
+    assert (passes, their_passes) == (1, 2)
+    assert token == their_token and mx.array_equal(logprobs, their_logprobs).item()
+    # Closed right after the first token, the cache holds it, as mlx-lm's does: a follow-up
+    # turn reuses the whole reply.
+    assert cache[0].offset == their_cache[0].offset == len(prompt) + 1
+    assert mx.array_equal(cache[0].state[0], their_cache[0].state[0]).item()
