@@ -12,10 +12,11 @@ mlx-lm's ``speculative_generate_step``; its KV cache is the model's layers follo
 draft's, which the prompt cache stores and trims as one list.
 
 The prompt is read here, in the first ``next()``, in ``generate_step``'s own chunks (all but
-the last token; ``_read_prompt`` says why), then the last token and the reply (``_decode``). A cancel takes effect between prefill chunks: each evaluated chunk is reported to a
-progress callback, which raises ``Cancelled`` when the job's flag is set (or ``Preempted``
-when another request waits), and ``step`` raises ``Cancelled`` too when a cancel came while
-a token was computed, so no token reaches the reply after a cancel.
+the last token; ``_read_prompt`` says why), then the last token and the reply (``_decode``).
+A cancel takes effect between prefill chunks: each evaluated chunk is reported to a progress
+callback, which raises ``Cancelled`` when the job's flag is set (or ``Preempted`` when another
+request waits), and ``step`` raises ``Cancelled`` too when a cancel came while a token was
+computed, so no token reaches the reply after a cancel.
 """
 
 from __future__ import annotations
@@ -195,10 +196,11 @@ def _decode(last, model, cache, stream, *, max_tokens: int, sampler, processors,
     from that token on, log-softmax, the sampler), and so is the loop: step ``n + 1`` is
     queued with ``async_eval`` before token ``n`` is read, so the device always has the next
     step while the host hands a token on, and ``mx.clear_cache()`` runs every 256 tokens.
-    One thing differs: mlx-lm also queues step 1 before reading the first token, so the host
-    builds and launches a whole forward pass between the prompt and its answer (2-3 ms on
-    an H200 for a 1B model, where a step is launch-bound). Here the first token is read and
-    handed on first. Step 1 is queued once it has been taken, and queued as well if the
+    One thing differs: mlx-lm also queues step 1 before reading the first token, so a whole
+    forward pass stands between the prompt and its answer: its graph building and kernel
+    launches on a GPU (2-3 ms on an H200 for a 1B model, where a step is launch-bound), the
+    step itself on a CPU (there, waiting for the first token also waited for the step queued
+    after it: 45-57 ms for SmolLM2 float32). Here the first token is read and handed on first. Step 1 is queued once it has been taken, and queued as well if the
     generator is closed there: like mlx-lm's, the cache then holds every token handed out.
     """
     context = None
