@@ -200,8 +200,11 @@ def _decode(last, model, cache, stream, *, max_tokens: int, sampler, processors,
     forward pass stands between the prompt and its answer: its graph building and kernel
     launches on a GPU (2-3 ms on an H200 for a 1B model, where a step is launch-bound), the
     step itself on a CPU (there, waiting for the first token also waited for the step queued
-    after it: 45-57 ms for SmolLM2 float32). Here the first token is read and handed on first. Step 1 is queued once it has been taken, and queued as well if the
-    generator is closed there: like mlx-lm's, the cache then holds every token handed out.
+    after it: 45-57 ms for SmolLM2 float32). Here the first token is read and handed on first,
+    and so is the last one ``max_tokens`` allows, whose next step only feeds the cache (such a
+    reply ends a step sooner on a CPU). The step after either is queued once its token has
+    been taken, or when the generator is closed there: like mlx-lm's, the cache then holds
+    every token handed out.
     """
     context = None
 
@@ -220,13 +223,14 @@ def _decode(last, model, cache, stream, *, max_tokens: int, sampler, processors,
     mx.eval(y, logprobs)
     on_first()
     for n in range(max_tokens):
-        if n:
+        read_first = n == 0 or n == max_tokens - 1  # awaited / its next step only fills the cache
+        if not read_first:
             next_y, next_logprobs = step(y)
             mx.async_eval(next_y, next_logprobs)
         try:
             yield y.item(), logprobs
         finally:
-            if not n:
+            if read_first:
                 next_y, next_logprobs = step(y)
                 mx.async_eval(next_y, next_logprobs)
         if n % 256 == 0:

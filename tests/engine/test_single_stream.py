@@ -117,9 +117,10 @@ def _greedy(logprobs):
     return mx.argmax(logprobs, axis=-1)
 
 
-def _decode_first(engine, prompt: list[int], ours: bool):
-    """(first token, logprobs, passes built by then, the cache) for ``prompt``'s last token
-    on a cache holding the rest, through our decode loop or mlx-lm's ``generate_step``."""
+def _decode_all(engine, prompt: list[int], max_tokens: int, ours: bool):
+    """Decode ``prompt``'s last token on a cache holding the rest, through our decode loop or
+    mlx-lm's ``generate_step``: ((token, logprobs, passes built when it came) per token, and
+    the cache once the generator is closed after the last)."""
     from mlx_lm.models.cache import make_prompt_cache
 
     from mlx_notebook.engine.request._single_stream import _decode
@@ -130,27 +131,39 @@ def _decode_first(engine, prompt: list[int], ours: bool):
     model.passes = 0
     last = mx.array(prompt[-1:])
     if ours:
-        steps = _decode(last, model, cache, mx.default_stream(mx.default_device()), max_tokens=4,
-                        sampler=_greedy, processors=[], on_first=lambda: None)
+        steps = _decode(last, model, cache, mx.default_stream(mx.default_device()),
+                        max_tokens=max_tokens, sampler=_greedy, processors=[],
+                        on_first=lambda: None)
     else:
-        steps = generate_step(last, model, max_tokens=4, sampler=_greedy, prompt_cache=cache)
-    token, logprobs = next(steps)
-    passes = model.passes
+        steps = generate_step(last, model, max_tokens=max_tokens, sampler=_greedy,
+                              prompt_cache=cache)
+    out = []
+    for token, logprobs in steps:
+        out.append((token, logprobs, model.passes))
+        if len(out) == max_tokens:
+            break
     steps.close()
     mx.eval([c.state for c in cache])
-    return token, logprobs, passes, cache
+    return out, cache
 
 
-def test_the_first_token_comes_out_before_the_next_step_is_built(tiny_engine):
-    # mlx-lm builds and queues step 1 before it reads the first token: a whole forward pass
-    # between the prompt and its answer (a step on a CPU, 2-3 ms of launches on a GPU).
+@pytest.mark.parametrize("max_tokens", [1, 2, 5])
+def test_the_first_and_last_tokens_come_out_before_the_next_step_is_built(tiny_engine,
+                                                                           max_tokens):
+    # mlx-lm builds and queues the next step before it reads a token: for the first token, a
+    # whole forward pass between the prompt and its answer (a step on a CPU, 2-3 ms of
+    # launches on a GPU); for the last one max_tokens allows, a step only the cache needs.
     prompt = [(5 * i) % 150 + 20 for i in range(40)]
-    token, logprobs, passes, cache = _decode_first(tiny_engine, prompt, ours=True)
-    their_token, their_logprobs, their_passes, their_cache = _decode_first(
-        tiny_engine, prompt, ours=False)
-    assert (passes, their_passes) == (1, 2)
-    assert token == their_token and mx.array_equal(logprobs, their_logprobs).item()
-    # Closed right after the first token, the cache holds it, as mlx-lm's does: a follow-up
-    # turn reuses the whole reply.
-    assert cache[0].offset == their_cache[0].offset == len(prompt) + 1
+    ours, cache = _decode_all(tiny_engine, prompt, max_tokens, ours=True)
+    theirs, their_cache = _decode_all(tiny_engine, prompt, max_tokens, ours=False)
+    assert [t for t, _, _ in ours] == [t for t, _, _ in theirs]
+    assert all(mx.array_equal(a, b).item() for (_, a, _), (_, b, _) in zip(ours, theirs))
+    # Passes built when each token came: the prompt's last token's, then one more per token.
+    # mlx-lm is one ahead throughout; here the first and the last are read before it.
+    their_passes = [p for _, _, p in theirs]
+    assert their_passes == list(range(2, max_tokens + 2))
+    assert [p for _, _, p in ours] == [1] + their_passes[1:-1] + [max_tokens] * (max_tokens > 1)
+    # Closed after the last token, the cache holds every token handed out, as mlx-lm's does,
+    # so a follow-up turn reuses the whole reply.
+    assert cache[0].offset == their_cache[0].offset == len(prompt) + max_tokens
     assert mx.array_equal(cache[0].state[0], their_cache[0].state[0]).item()
