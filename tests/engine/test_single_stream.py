@@ -6,6 +6,8 @@ to ``generate_step`` run directly on the same prompt: the same tokens and the sa
 bit for bit, when cold; the same tokens after a cached prefix; and a progress bar that counts
 the chunks. Real SmolLM2 (float32: 64-token chunks on a CPU, so a few hundred tokens make
 several), and the tiny reasoner with token-id prompts on either side of a chunk boundary.
+The decode loop (``_decode``) is held to ``generate_step``'s numbers too, with its first and
+last tokens out before the step after them is built, and the same cache once it is closed.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 import mlx.core as mx
 import pytest
 from mlx_lm.generate import generate_step
+from mlx_lm.models.cache import make_prompt_cache
 
 from mlx_notebook.engine import PrefillProgress, Started, TokenLogprobs
+from mlx_notebook.engine.request._single_stream import _decode
 
 pytestmark = pytest.mark.model
 
@@ -121,10 +125,6 @@ def _decode_all(engine, prompt: list[int], max_tokens: int, ours: bool):
     """Decode ``prompt``'s last token on a cache holding the rest, through our decode loop or
     mlx-lm's ``generate_step``: ((token, logprobs, passes built when it came) per token, and
     the cache once the generator is closed after the last)."""
-    from mlx_lm.models.cache import make_prompt_cache
-
-    from mlx_notebook.engine.request._single_stream import _decode
-
     model = _CountingModel(engine._thread.model)
     cache = make_prompt_cache(engine._thread.model)
     model(mx.array(prompt[:-1])[None], cache=cache)
