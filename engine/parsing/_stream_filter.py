@@ -142,6 +142,12 @@ class StreamFilter:
         """Consume the next piece of decoded text; return the events it completes."""
         if self._finished:
             raise ValueError("StreamFilter.feed() after finish(): make a new filter per reply.")
+        if not self._tail and self.mode != TOOL:
+            anywhere, leading, firsts = self._edges()
+            if not leading and not any(c in delta for c in firsts):
+                # No marker, nor the start of one: what _step would decide, without the scan.
+                self._emit(self.mode, delta)
+                return self._take()
         self._tail += delta
         while self._tail and self._step():
             pass
@@ -172,7 +178,7 @@ class StreamFilter:
         if self.mode == TOOL:
             return self._step_tool()
         buf = self._tail
-        anywhere, leading = self._edges()
+        anywhere, leading, _ = self._edges()
         hit = _find_marker(buf, anywhere, leading, self._max_marker)
         if hit is None:
             self._emit(self.mode, buf)
@@ -200,13 +206,16 @@ class StreamFilter:
         return True
 
     def _edges(self):
-        """Markers that can fire now: (anywhere, leading). A leading marker fires only before
-        any text of the current stretch, and whitespace before it belongs to the marker."""
+        """Markers that can fire now: (anywhere, leading, the first characters of anywhere's
+        markers). A leading marker fires only before any text of the current stretch, and
+        whitespace before it belongs to the marker."""
         key = (self.mode, self._mode_has_text, self._spoke, self._reasoning_seen,
                self._after_call, self._think_is_text)
         edges = self._edge_cache.get(key)
         if edges is None:
-            edges = self._edge_cache[key] = self._compute_edges()
+            anywhere, leading = self._compute_edges()
+            firsts = tuple({marker[0] for marker, _ in anywhere})
+            edges = self._edge_cache[key] = (anywhere, leading, firsts)
         return edges
 
     def _compute_edges(self):

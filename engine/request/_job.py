@@ -60,6 +60,9 @@ class Outbox:
         """When the reader last took events while they kept coming (None: it waits for one)."""
         self._text_seen = False
         self._urgent = False
+        self._waiting = False
+        """Whether the reader waits on ``_ready`` (a notify without a waiter costs the engine
+        thread a Python-level call per event for nothing)."""
 
     def put(self, event) -> None:
         if type(event) is Finished or type(event) is Error:
@@ -72,10 +75,11 @@ class Outbox:
             return
         with self._ready:
             self._events.append(event)
-            if urgent(event, self._text_seen):
+            if not self._urgent and urgent(event, self._text_seen):
                 self._urgent = True
-            self._text_seen = self._text_seen or type(event) in TEXT_EVENTS
-            if self._urgent or self._paced_since is None:
+            if not self._text_seen and type(event) in TEXT_EVENTS:
+                self._text_seen = True
+            if self._waiting and (self._urgent or self._paced_since is None):
                 self._ready.notify()
 
     def empty(self) -> bool:
@@ -92,16 +96,24 @@ class Outbox:
                 # Wait out the pace unless an urgent event comes; then take whatever came.
                 remaining = self._paced_since + self._pace - time.perf_counter()
                 if remaining > 0 and not self._urgent:
-                    self._ready.wait(remaining)
+                    self._wait(remaining)
                 if not self._events:  # nothing came within the pace: wait for one again
                     self._paced_since = None
             if not self._events and timeout > 0:
-                self._ready.wait(timeout)
+                self._wait(timeout)
             events = list(self._events)
             self._events.clear()
             self._urgent = False
             self._paced_since = time.perf_counter() if events else None
             return events
+
+    def _wait(self, timeout: float) -> None:
+        """Wait on ``_ready`` (held) up to ``timeout`` s, marked as waiting for ``put``."""
+        self._waiting = True
+        try:
+            self._ready.wait(timeout)
+        finally:
+            self._waiting = False
 
 
 @dataclass(frozen=True, slots=True)
