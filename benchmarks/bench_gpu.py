@@ -260,7 +260,11 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
 
     Counts and seconds of mlx-lm's decode steps, prefill calls and batch merges on both
     sides; on the engine side also the scheduler's whole step, the reply streams' per-token
-    path, the callers' submit (rendering, tokenizing), admission and the prompt cache.
+    path, the callers' submit (rendering, tokenizing), admission and the prompt cache. Each
+    side's run splits in two: ``ramp_ms`` until the first decode step with all N requests in
+    the batch (prompts arriving, prefill waves), then ``full_step_ms``, the median decode
+    step with all N in it (and ``between_steps_ms``, the median time from one such step to
+    the next one, spent outside mlx-lm's step: routing tokens, admission).
     """
     from mlx_lm.generate import GenerationBatch, PromptProcessingBatch
 
@@ -274,18 +278,32 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
              "admit": (Scheduler, "add"), "cache_insert": (PromptCache, "insert"),
              "cache_fetch": (PromptCache, "fetch")}
     stats: dict = {}
+    steps: list = []  # (start, end, batch size) of every decode step
 
     def wrap(name, fn):
         def timed_fn(*a, **k):
             if name == "prefill" and not a[1]:  # mlx-lm calls it every step, often with nothing
                 return fn(*a, **k)
+            size = len(a[0].uids) if name == "decode_step" else 0
             t0 = time.perf_counter()
             try:
                 return fn(*a, **k)
             finally:
+                t1 = time.perf_counter()
                 count, total = stats.get(name, (0, 0.0))
-                stats[name] = (count + 1, total + time.perf_counter() - t0)
+                stats[name] = (count + 1, total + t1 - t0)
+                if size:
+                    steps.append((t0, t1, size))
         return timed_fn
+
+    def phases(t_start: float) -> dict:
+        full = [s for s in steps if s[2] == n]
+        if not full:
+            return {}
+        between = [b[0] - a[1] for a, b in zip(steps, steps[1:]) if a[2] == b[2] == n]
+        return {"ramp_ms": round((full[0][0] - t_start) * 1e3, 1),
+                "full_step_ms": round(statistics.median(e - b for b, e, _ in full) * 1e3, 2),
+                "between_steps_ms": round(statistics.median(between) * 1e3, 3) if between else 0}
 
     originals = {name: getattr(cls, attr) for name, (cls, attr) in timed.items()}
     bodies = [{**_chat(i), "max_tokens": tokens} for i in range(n)]
@@ -297,10 +315,11 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
         for side, run in (("engine", lambda: _engine_aggregate(engine, bodies)),
                           ("mlx", lambda: _mlx_aggregate(engine, prompts, tokens))):
             stats.clear()
+            steps.clear()
             t0 = time.perf_counter()
             tps = run()
             out[side] = {"tok/s": round(tps), "wall_s": round(time.perf_counter() - t0, 3),
-                         **{k: (c, round(t, 4)) for k, (c, t) in stats.items()}}
+                         **phases(t0), **{k: (c, round(t, 4)) for k, (c, t) in stats.items()}}
     finally:
         for name, (cls, attr) in timed.items():
             setattr(cls, attr, originals[name])
@@ -316,8 +335,9 @@ def bench_model(path: Path, args) -> dict:
         for n in args.n:
             row["aggregate"][n] = aggregate(engine, n, args.tokens, args.rounds, args.warmup)
             print(f"  N={n} {row['aggregate'][n]}", flush=True)
-        for n in args.profile:
-            print(f"  profile N={n} {profile(engine, n, args.tokens)}", flush=True)
+        for n in args.profile:  # an N given twice is profiled twice; the last run is kept
+            row.setdefault("profile", {})[n] = profile(engine, n, args.tokens)
+            print(f"  profile N={n} {row['profile'][n]}", flush=True)
         row["follow_up"] = {h: follow_up(engine, h, args.rounds) for h in args.history}
         print(f"  follow-up {row['follow_up']}", flush=True)
         row["prefill"] = {p: prefill(engine, p, args.rounds) for p in args.prefill}
@@ -354,7 +374,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--warmup", type=int, default=3,
                         help="untimed runs of each side at each N before the rounds (see aggregate)")
     parser.add_argument("--profile", nargs="*", type=int, default=[],
-                        help="N at which to print where each side's time goes")
+                        help="N at which to print (and keep in --json) where each side's time "
+                             "goes: the ramp, the steps with all N in the batch, the timers")
     parser.add_argument("--tokenizer", help="a model dir whose tokenizer to use (default: the "
                                             "default model's)")
     parser.add_argument("--json", help="also write the results here")

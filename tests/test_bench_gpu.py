@@ -23,7 +23,7 @@ def _bench():
 def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path, tmp_path, capsys):
     results = _bench().main([
         "--shapes", "tiny", "--dtypes", "float32", "--n", "1", "2", "--tokens", "8",
-        "--history", "60", "--prefill", "128", "--rounds", "1", "--warmup", "1",
+        "--history", "60", "--prefill", "128", "--rounds", "1", "--warmup", "1", "--profile", "2",
         "--tokenizer", str(smollm2_path),
         "--json", str(tmp_path / "results.json"),
     ])
@@ -35,6 +35,11 @@ def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path,
     assert all(a["median_ratio"] > 0 for a in row["aggregate"].values())
     assert row["follow_up"][60]["prompt_tokens"] > 60
     assert row["prefill"][128]["tokens"] >= 100
+    # The profile splits each side's run into the ramp and the steps with both requests in.
+    for side in ("engine", "mlx"):
+        p = row["profile"][2][side]
+        assert p["decode_step"][0] >= 8 and p["full_step_ms"] > 0 and p["ramp_ms"] >= 0
+    assert row["profile"][2]["engine"]["on_token"][0] == 2 * 8
     out = capsys.readouterr().out
     assert "| shape | decode (1 stream) | added TTFT ms | N=1 | N=2 |" in out
     assert "| tiny float32 |" in out
