@@ -82,7 +82,8 @@ class SingleStream:
                 _read_prompt(head, [model], [cache], stream, prefill_step_size, progress)
                 yield from _decode(last, model, cache, stream, max_tokens=self.request.max_tokens,
                                    sampler=sampler, processors=processors,
-                                   on_first=lambda: progress(to_read, to_read))
+                                   on_first=lambda: progress(to_read, to_read),
+                                   fill_on_close=lambda: not self._detaching)
                 return
             main, draft = cache[: self._model_layers], cache[self._model_layers:]
             _read_prompt(head, [model, draft_model], [main, draft], stream, prefill_step_size,
@@ -93,6 +94,7 @@ class SingleStream:
                 num_draft_tokens=num_draft_tokens, max_tokens=self.request.max_tokens,
                 sampler=sampler, logits_processors=processors or None)
 
+        self._detaching = False  # detach() closes the decode loop to go on in the batch
         self._steps = steps()
 
     def step(self) -> tuple[int, object, str | None]:
@@ -155,9 +157,11 @@ class SingleStream:
         """Stop here and return (cache, tokens in it, tokens to feed) to go on in the batch.
 
         After a token, the last one is taken back out of the cache so the batch feeds it again
-        and samples what follows it (the step queued for it is dropped); before the first
+        and samples what follows it (the step queued for it is dropped, and after the first
+        token, which is read before that step is queued, none is built); before the first
         step, the cache holds only the reused prefix and the batch prefills the rest.
         """
+        self._detaching = True
         self.close()
         held = min(self.cache[0].offset, len(self.tokens) - 1)
         trim_prompt_cache(self.cache, self.cache[0].offset - held)
@@ -189,7 +193,8 @@ def _read_prompt(head: list[int], models, caches, stream, step_size: int, progre
             mx.clear_cache()
 
 
-def _decode(last, model, cache, stream, *, max_tokens: int, sampler, processors, on_first):
+def _decode(last, model, cache, stream, *, max_tokens: int, sampler, processors, on_first,
+            fill_on_close=lambda: True):
     """``generate_step``'s decode from the prompt's last token, with the first token out sooner.
 
     Each step is mlx-lm's (the model on one token, the logits processors over the context
@@ -204,7 +209,8 @@ def _decode(last, model, cache, stream, *, max_tokens: int, sampler, processors,
     and so is the last one ``max_tokens`` allows, whose next step only feeds the cache (such a
     reply ends a step sooner on a CPU). The step after either is queued once its token has
     been taken, or when the generator is closed there: like mlx-lm's, the cache then holds
-    every token handed out.
+    every token handed out. ``fill_on_close()`` False skips that last step at close, for a
+    caller that takes the token back out of the cache anyway (a move onto the batch).
     """
     context = None
 
@@ -229,10 +235,13 @@ def _decode(last, model, cache, stream, *, max_tokens: int, sampler, processors,
             mx.async_eval(next_y, next_logprobs)
         try:
             yield y.item(), logprobs
-        finally:
-            if read_first:
-                next_y, next_logprobs = step(y)
-                mx.async_eval(next_y, next_logprobs)
+        except GeneratorExit:  # closed after this token
+            if read_first and fill_on_close():
+                mx.async_eval(*step(y))
+            raise
+        if read_first:
+            next_y, next_logprobs = step(y)
+            mx.async_eval(next_y, next_logprobs)
         if n % 256 == 0:
             mx.clear_cache()
         y, logprobs = next_y, next_logprobs

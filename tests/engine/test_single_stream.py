@@ -7,18 +7,20 @@ bit for bit, when cold; the same tokens after a cached prefix; and a progress ba
 the chunks. Real SmolLM2 (float32: 64-token chunks on a CPU, so a few hundred tokens make
 several), and the tiny reasoner with token-id prompts on either side of a chunk boundary.
 The decode loop (``_decode``) is held to ``generate_step``'s numbers too, with its first and
-last tokens out before the step after them is built, and the same cache once it is closed.
+last tokens out before the step after them is built, and the same cache once it is closed;
+moved onto the batch after its first token, it builds no step for the batch to throw away.
 """
 
 from __future__ import annotations
 
 import mlx.core as mx
 import pytest
-from mlx_lm.generate import generate_step
+from mlx_lm.generate import generate_step, make_stop_sequences
 from mlx_lm.models.cache import make_prompt_cache
 
 from mlx_notebook.engine import PrefillProgress, Started, TokenLogprobs
-from mlx_notebook.engine.request._single_stream import _decode
+from mlx_notebook.engine.request._job import Job, Outbox
+from mlx_notebook.engine.request._single_stream import SingleStream, _decode
 
 pytestmark = pytest.mark.model
 
@@ -111,6 +113,7 @@ class _CountingModel:
 
     def __init__(self, model):
         self.model, self.passes = model, 0
+        self.layers = model.layers
 
     def __call__(self, *args, **kwargs):
         self.passes += 1
@@ -167,3 +170,30 @@ def test_the_first_and_last_tokens_come_out_before_the_next_step_is_built(tiny_e
     # so a follow-up turn reuses the whole reply.
     assert cache[0].offset == their_cache[0].offset == len(prompt) + max_tokens
     assert mx.array_equal(cache[0].state[0], their_cache[0].state[0]).item()
+
+
+def test_a_move_onto_the_batch_after_the_first_token_builds_no_step_and_goes_on_exactly(
+        tiny_engine):
+    # Moved onto the batch right after its first token, a reply hands over a cache holding its
+    # prompt and the first token to feed: the step that would put that token in the cache (and
+    # that the move would cut out again) is never built. From there mlx-lm's own decode gives
+    # the tokens an uninterrupted generate_step gives.
+    prompt = [(7 * i) % 150 + 20 for i in range(40)]
+    model = _CountingModel(tiny_engine._thread.model)
+    request, rendered = tiny_engine._prepare({"prompt": "x", "max_tokens": 8}, "completion")
+    single = SingleStream(model, mx.default_stream(mx.default_device()),
+                          Job("move", request, rendered, Outbox(lambda: None)),
+                          cache=make_prompt_cache(model.model), tokens=prompt, cached=0,
+                          sampler=_greedy, processors=[],
+                          stop_sequences=make_stop_sequences(tiny_engine.tokenizer, []),
+                          prefill_step_size=512)
+    first, _, _ = single.step()
+    built = model.passes  # the prompt's and its last token's
+    cache, held, rest = single.detach()
+    assert model.passes == built
+    assert cache[0].offset == len(held) == len(prompt) and rest == [first]
+    went_on = [t for t, _ in generate_step(mx.array(rest), model.model, max_tokens=5,
+                                           sampler=_greedy, prompt_cache=cache)]
+    straight = [t for t, _ in generate_step(mx.array(prompt), model.model, max_tokens=6,
+                                            sampler=_greedy)]
+    assert [first] + went_on == straight

@@ -6,6 +6,7 @@ calls, the tool loop runs a notebook function, and failures read as one sentence
 
 from __future__ import annotations
 
+import random
 import socket
 
 import pytest
@@ -179,13 +180,31 @@ def two_rank_server(tiny_reasoner_path, tmp_path_factory):
 
     import httpx
 
-    def free_port() -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
+    def free_ports(count: int, taken=()) -> int:
+        """The first of ``count`` consecutive ports free on loopback (the ring's two ranks
+        listen on a port each, from ``--starting-port`` up). Drawn below Linux's ephemeral
+        range (32768 and up), where another process's outgoing connection cannot take one
+        between this check and the ranks' bind (seen once: "Couldn't bind socket")."""
+        rng = random.Random()
+        while True:
+            first = rng.randrange(20000, 32000)
+            if any(p in taken for p in range(first, first + count)):
+                continue
+            held = []
+            try:
+                for p in range(first, first + count):
+                    held.append(socket.socket())
+                    held[-1].bind(("127.0.0.1", p))
+                return first
+            except OSError:
+                continue
+            finally:
+                for sock in held:
+                    sock.close()
 
     bin_dir = Path(sys.executable).parent
-    port, ring = free_port(), free_port()
+    ring = free_ports(2)
+    port = free_ports(1, taken=(ring, ring + 1))
     log = tmp_path_factory.mktemp("ring") / "launch.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(
@@ -206,7 +225,10 @@ def two_rank_server(tiny_reasoner_path, tmp_path_factory):
             pytest.fail("the two-rank mlx_lm.server never became healthy:\n" + log.read_text()[-3000:])
         yield url, log
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # mlx.launch and the two ranks it started
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # mlx.launch and the two ranks it started
+        except ProcessLookupError:  # all of them had already exited (a rank failed to start)
+            pass
         proc.wait(30)
 
 
