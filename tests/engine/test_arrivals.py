@@ -159,3 +159,36 @@ def test_requests_arriving_as_prompts_finish_reading_wait_for_them_to_decode(
         assert isinstance(got[-1], Finished) and got[-1].reason == "length"
         assert _text(got)
     assert sizes == [size - 1, size]
+
+
+def test_a_reply_running_alone_takes_along_the_arrivals_beyond_whole_prefill_batches(
+        tiny_engine, engine_thread_held, monkeypatch):
+    # Moved off the single stream, a reply has one token to feed and leaves the prefill batch
+    # for decoding at once. 15 arrivals: the 7 beyond a whole batch go with it and fill one
+    # prefill batch beside it, and the other 8 follow whole, with no step of the moved reply
+    # alone in between (going alone first, it left prefills of 8, then 7).
+    from mlx_lm.generate import PromptProcessingBatch
+
+    tiny_engine.clear_prompt_cache()
+    size = tiny_engine.config.prefill_concurrency
+    sizes = []
+    prompt = PromptProcessingBatch.prompt
+    monkeypatch.setattr(PromptProcessingBatch, "prompt",
+                        lambda self, tokens: (sizes.append(len(tokens)) if tokens else None,
+                                              prompt(self, tokens))[1])
+    first = tiny_engine.submit({"prompt": "Tell a long story:", "max_tokens": 120},
+                               kind="completion")
+    events = first.events()
+    for event in events:  # decoding alone, on the single stream
+        if isinstance(event, ContentDelta):
+            break
+    assert sizes == []  # the single stream read its prompt itself
+    with engine_thread_held(tiny_engine):  # they reach the engine together, mid-reply
+        late = [tiny_engine.submit({"prompt": f"Name {i} colours:", "max_tokens": 6},
+                                   kind="completion") for i in range(2 * size - 1)]
+    for handle in late:
+        got = list(handle.events())
+        assert isinstance(got[-1], Finished) and got[-1].reason == "length" and _text(got)
+    rest = list(events)
+    assert rest[-1] == Finished("length")
+    assert sizes == [size - 1, size]
