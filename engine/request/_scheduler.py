@@ -303,14 +303,10 @@ class Scheduler:
             # It has one token to feed, so in a prefill batch it leaves for decoding at once and
             # mlx-lm refills its slot: in a batch of arrivals, prefills of 7, then 1. It takes
             # along only the arrivals beyond whole prefill batches (7 of 31), which fill one
-            # batch with it; the whole batches start once those decode, as below. With no such
-            # remainder it goes alone, a step ahead of them.
+            # batch with it; the whole batches start once those decode (the check above). With
+            # no such remainder it goes alone, a step ahead of them.
             self._move_single_to_batch()
-            along = len(self.arrivals) % self.batch.prefill_batch_size
-            jobs, self.arrivals = self.arrivals[:along], self.arrivals[along:]
-            for job in jobs:
-                self._start_waiting(job, alone=False)
-            return
+            n = len(self.arrivals) % self.batch.prefill_batch_size
         jobs, self.arrivals = self.arrivals[:n], self.arrivals[n:]
         # One request held for nothing (the others were inspected or refused) runs alone.
         alone = len(jobs) == 1 and not self.active and self.single is None

@@ -225,23 +225,26 @@ def _decode(last, model, cache, stream, *, max_tokens: int, sampler, processors,
             logprobs = logits - mx.logsumexp(logits, keepdims=True)
             return sampler(logprobs), logprobs.squeeze(0)
 
+    def queue(y):
+        out = step(y)
+        mx.async_eval(*out)
+        return out
+
     y, logprobs = step(last)
     mx.eval(y, logprobs)
     on_first()
     for n in range(max_tokens):
         read_first = n == 0 or n == max_tokens - 1  # awaited / its next step only fills the cache
         if not read_first:
-            next_y, next_logprobs = step(y)
-            mx.async_eval(next_y, next_logprobs)
+            next_y, next_logprobs = queue(y)
         try:
             yield y.item(), logprobs
         except GeneratorExit:  # closed after this token
             if read_first and fill_on_close():
-                mx.async_eval(*step(y))
+                queue(y)
             raise
         if read_first:
-            next_y, next_logprobs = step(y)
-            mx.async_eval(next_y, next_logprobs)
+            next_y, next_logprobs = queue(y)
         if n % 256 == 0:
             mx.clear_cache()
         y, logprobs = next_y, next_logprobs
