@@ -74,7 +74,9 @@ class EngineConfig:
     decode_concurrency: int = 32
     """Most requests decoded together in one batch."""
     prefill_concurrency: int = 8
-    """Most prompts prefilled together in one batch."""
+    """Prompts prefilled together in one batch (mlx_lm.server's ``--prompt-concurrency``).
+    Shorter prompts than a chunk fill it further, up to ``decode_concurrency``, while its chunk
+    stays within ``prefill_concurrency`` × ``prefill_step_size`` tokens."""
     prefill_step_size: int | None = None
     """Prompt tokens per prefill chunk; a cancel takes effect between chunks. None: chosen
     for the device (``Scheduler``): mlx-lm's 2048 on a GPU, small chunks on a CPU so Stop

@@ -47,6 +47,14 @@ _CPU_FLOAT32_PREFILL_STEP = 64
 _CPU_SLOW_PREFILL_STEP = 4
 _GPU_PREFILL_STEP = 2048
 
+# A prefill batch holds ``prefill_concurrency`` prompts, as mlx-lm's does, and more of them
+# when they are short: as many as keep one chunk within ``prefill_concurrency`` ×
+# ``prefill_step_size`` tokens, the largest chunk mlx-lm's batch reads, so neither its memory
+# nor the wait it puts on decoding (and on a cancel) grows. Each prefill batch costs a call
+# that the batch's decode waits for and a merge into the decode batch: 32 chat prompts of ~46
+# tokens arriving together are read as one prefill batch, not batch_generate's four (see
+# ``_prefill_capacity``). Short prompts are what a burst of notebook cells or chat clients sends.
+
 # Requests that come while others are running are held a moment and join the batch together,
 # as batch_generate's prompts do: each join costs a prefill call that waits for the decode
 # step in flight, a merge of the batch's KV caches and, on a GPU, kernels for a new batch
@@ -197,6 +205,33 @@ class Scheduler:
             stream=self.stream,
         )
 
+    def _prefill_capacity(self, longest: int) -> int:
+        """How many prompts one prefill batch takes when the longest has ``longest`` tokens
+        left to read: ``prefill_concurrency`` whatever their length, and beyond that as many
+        as keep its chunk (every row padded to the longest) within ``prefill_concurrency`` ×
+        ``prefill_step_size`` tokens, at most ``decode_concurrency``."""
+        least = self.config.prefill_concurrency
+        budget = least * self.prefill_step_size
+        fit = budget // max(1, min(longest, self.prefill_step_size))
+        return max(least, min(fit, self.config.decode_concurrency))
+
+    def _prefill_rows(self, lengths) -> int:
+        """How many of the prompts with ``lengths`` tokens left (in queue order) the next
+        prefill batch takes."""
+        rows = longest = 0
+        for n in lengths:
+            longest = max(longest, n)
+            if rows + 1 > self._prefill_capacity(longest):
+                break
+            rows += 1
+        return max(rows, self.config.prefill_concurrency)
+
+    def _fit_prefill_batch(self) -> None:
+        """Size mlx-lm's next prefill batch for the prompts it holds and has queued."""
+        left = [a.prompt_left for a in self.active.values() if a.prompt_left is not None]
+        if left:
+            self.batch.prefill_batch_size = self._prefill_rows(left)
+
     @property
     def idle(self) -> bool:
         return not self.active and self.single is None and not self.waiting and not self.arrivals
@@ -295,18 +330,19 @@ class Scheduler:
                for a in self.active.values()):
             return  # they join after the prompts that are about to decode (see above)
         n = len(self.arrivals)
+        size = self._prefill_capacity(max(len(job.prompt.tokens) for job in self.arrivals))
         if time.perf_counter() < self._arrivals_due():
-            n -= n % self.batch.prefill_batch_size  # whole prefill batches go now
+            n -= n % size  # whole prefill batches go now
             if n == 0:
                 return
         if self.single is not None:
             # It has one token to feed, so in a prefill batch it leaves for decoding at once and
-            # mlx-lm refills its slot: in a batch of arrivals, prefills of 7, then 1. It takes
-            # along only the arrivals beyond whole prefill batches (7 of 31), which fill one
-            # batch with it; the whole batches start once those decode (the check above). With
-            # no such remainder it goes alone, a step ahead of them.
+            # mlx-lm refills its slot: in a batch of 8 arrivals, prefills of 7, then 1. It takes
+            # along only the arrivals beyond whole prefill batches (7 of 31 long prompts, all of
+            # 31 short ones), which fill one batch with it; the whole batches start once those
+            # decode (the check above). With no such remainder it goes alone, a step ahead.
             self._move_single_to_batch()
-            n = len(self.arrivals) % self.batch.prefill_batch_size
+            n = len(self.arrivals) % size
         jobs, self.arrivals = self.arrivals[:n], self.arrivals[n:]
         # One request held for nothing (the others were inspected or refused) runs alone.
         alone = len(jobs) == 1 and not self.active and self.single is None
@@ -432,6 +468,7 @@ class Scheduler:
         if not self.active:
             return
         self._unstepped = False
+        self._fit_prefill_batch()
         try:
             prompt_responses, gen_responses = self.batch.next()
         except Exception as e:  # not attributable to one request: fail the batch, not the engine
