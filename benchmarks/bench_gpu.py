@@ -14,7 +14,8 @@ tokens without a logits processor. For each shape and dtype it prints, engine / 
 - aggregate tokens/s of N concurrent chat requests, each read by its own consumer thread (as
   notebook cells and HTTP clients do), against ``batch_generate`` on the same prompt tokens;
 - a follow-up turn's time to first token (history served from the prompt cache) against the
-  same turn cold, at each ``--history`` size;
+  same turn cold, at each ``--history`` size, beside the same ratio for mlx-lm's own
+  prompt-cache path (what mlx_lm.server does with the prefix the engine reused);
 - prefill tokens/s of a cold ``--prefill``-token prompt against ``stream_generate``'s, both
   given the text (each tokenizes it).
 
@@ -26,6 +27,7 @@ aggregate also prints the median of its per-round ratios.
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import json
 import platform
@@ -40,6 +42,7 @@ from pathlib import Path
 import mlx.core as mx
 import mlx.nn as nn
 from mlx_lm import batch_generate, stream_generate
+from mlx_lm.models.cache import make_prompt_cache
 
 from mlx_notebook.engine import ContentDelta, Engine, Finished, ReasoningDelta, Usage, resolve_model
 
@@ -98,8 +101,9 @@ def write_model(root: Path, shape: str, dtype: str, tokenizer_dir: Path) -> Path
 
 
 # -- one side, one run ---------------------------------------------------------------------------
-def _engine_run(engine: Engine, body: dict) -> tuple[float, float, int]:
-    """(time to first text s, decode tokens/s, completion tokens) through the engine."""
+def _engine_run(engine: Engine, body: dict) -> tuple[float, float, int, int]:
+    """(time to first text s, decode tokens/s, completion tokens, cached prompt tokens)
+    through the engine."""
     t0 = time.perf_counter()
     first = end = None
     usage = None
@@ -112,7 +116,7 @@ def _engine_run(engine: Engine, body: dict) -> tuple[float, float, int]:
             end = time.perf_counter()
     first = first or end
     tokens = usage.completion_tokens
-    return first - t0, (tokens - 1) / max(end - first, 1e-9), tokens
+    return first - t0, (tokens - 1) / max(end - first, 1e-9), tokens, usage.cached_tokens
 
 
 def _mlx_run(engine: Engine, tokens: list[int], max_tokens: int) -> tuple[float, float]:
@@ -214,22 +218,52 @@ def _sized_text(engine: Engine, n_tokens: int) -> str:
     return _FILLER * max(1, n_tokens // per)
 
 
+def _mlx_first_text(engine: Engine, tokens: list[int], cache=None) -> float:
+    """Seconds to ``stream_generate``'s first text for ``tokens`` (after ``cache``, if given)."""
+    t0 = time.perf_counter()
+    for r in stream_generate(engine._thread.model, engine.tokenizer, mx.array(tokens),
+                             max_tokens=2, prompt_cache=cache):
+        if r.text:
+            break
+    return time.perf_counter() - t0
+
+
+def _mlx_prefix_cache(engine: Engine, tokens: list[int]) -> list:
+    """mlx-lm's KV cache holding ``tokens``, as mlx_lm.server keeps a finished turn's."""
+    cache = make_prompt_cache(engine._thread.model)
+    for i in range(0, len(tokens), 2048):
+        engine._thread.model(mx.array(tokens[i:i + 2048])[None], cache=cache)
+        mx.eval([c.state for c in cache])
+    return cache
+
+
 def follow_up(engine: Engine, history: int, rounds: int) -> dict:
+    """A follow-up turn's time to first text, served from the prompt cache, against the same
+    turn cold; and the same for mlx-lm itself, as mlx_lm.server serves it (a deep copy of the
+    cached prefix the engine reused, then ``stream_generate`` over the rest), so that the
+    engine's ratio can be read against what mlx-lm's own cache reaches."""
     first_turn = [{"role": "user", "content": f"My notes: {_sized_text(engine, history)} "
                                               "Summarize them."}]
-    warm, cold = [], []
+    warm, cold, mlx_warm, mlx_cold = [], [], [], []
     for _ in range(rounds):
         engine.clear_prompt_cache()
         reply = engine.chat_completions({"messages": first_turn, "max_tokens": 16})
         body = {"messages": first_turn + [reply["choices"][0]["message"],
                                           {"role": "user", "content": "Which ship came last?"}],
                 "max_tokens": 2}
-        warm.append(_engine_run(engine, body)[0])
+        seconds, _, _, reused = _engine_run(engine, body)
+        warm.append(seconds)
         engine.clear_prompt_cache()
         cold.append(_engine_run(engine, body)[0])
-    prompt_tokens = len(engine.inspect(body).token_ids)
-    return {"ratio": min(warm) / min(cold), "prompt_tokens": prompt_tokens,
-            "warm_ms": min(warm) * 1e3, "cold_ms": min(cold) * 1e3}
+        tokens = list(engine.inspect(body).token_ids)
+        prefix = _mlx_prefix_cache(engine, tokens[:reused])
+        mlx_warm.append(_mlx_first_text(engine, tokens[reused:], copy.deepcopy(prefix)))
+        mlx_cold.append(_mlx_first_text(engine, tokens))
+        del prefix
+    return {"ratio": min(warm) / min(cold), "prompt_tokens": len(tokens), "cached_tokens": reused,
+            "warm_ms": min(warm) * 1e3, "cold_ms": min(cold) * 1e3,
+            "mlx_ratio": min(mlx_warm) / min(mlx_cold), "mlx_warm_ms": min(mlx_warm) * 1e3,
+            "mlx_cold_ms": min(mlx_cold) * 1e3}
 
 
 def prefill(engine: Engine, size: int, rounds: int) -> dict:
@@ -356,7 +390,8 @@ def table(results: dict, args) -> str:
             a = row["aggregate"][n]
             cells.append(f"{a['ratio']:.2f}x, median {a['median_ratio']:.2f}x "
                          f"({a['engine_tps']:.0f} vs {a['mlx_tps']:.0f})")
-        cells += [f"{row['follow_up'][h]['ratio']:.2f}x cold" for h in args.history]
+        cells += [f"{row['follow_up'][h]['ratio']:.2f}x cold (mlx-lm {row['follow_up'][h]['mlx_ratio']:.2f}x)"
+                  for h in args.history]
         cells += [f"{row['prefill'][p]['ratio']:.2f}x" for p in args.prefill]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

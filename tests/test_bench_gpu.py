@@ -33,7 +33,9 @@ def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path,
     assert set(row["aggregate"]) == {1, 2}
     assert all(a["engine_tps"] > 0 and a["mlx_tps"] > 0 for a in row["aggregate"].values())
     assert all(a["median_ratio"] > 0 for a in row["aggregate"].values())
-    assert row["follow_up"][60]["prompt_tokens"] > 60
+    follow = row["follow_up"][60]
+    assert follow["prompt_tokens"] > 60 and 60 < follow["cached_tokens"] < follow["prompt_tokens"]
+    assert follow["warm_ms"] > 0 and follow["mlx_warm_ms"] > 0 and follow["mlx_cold_ms"] > 0
     assert row["prefill"][128]["tokens"] >= 100
     # The profile splits each side's run into the ramp and the steps with both requests in.
     for side in ("engine", "mlx"):
