@@ -390,8 +390,8 @@ def table(results: dict, args) -> str:
             a = row["aggregate"][n]
             cells.append(f"{a['ratio']:.2f}x, median {a['median_ratio']:.2f}x "
                          f"({a['engine_tps']:.0f} vs {a['mlx_tps']:.0f})")
-        cells += [f"{row['follow_up'][h]['ratio']:.2f}x cold (mlx-lm {row['follow_up'][h]['mlx_ratio']:.2f}x)"
-                  for h in args.history]
+        cells += [f"{f['ratio']:.2f}x cold (mlx-lm {f['mlx_ratio']:.2f}x)"
+                  for f in (row["follow_up"][h] for h in args.history)]
         cells += [f"{row['prefill'][p]['ratio']:.2f}x" for p in args.prefill]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

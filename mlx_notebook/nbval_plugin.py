@@ -34,8 +34,8 @@ import math
 import re
 from typing import Any
 
-__all__ = ["LOGPROB_TOLERANCE", "LOGPROB_RELATIVE_TOLERANCE", "TURN_MIME_TYPE", "COMPARE_MIME_TYPE", "comparable_record",
-           "records_match", "comparable_token_view"]
+__all__ = ["LOGPROB_TOLERANCE", "LOGPROB_RELATIVE_TOLERANCE", "TURN_MIME_TYPE", "COMPARE_MIME_TYPE",
+           "comparable_record", "records_match", "comparable_token_view"]
 
 # Our display package imports widgets and the engine; the plugin loads in every pytest run
 # of the environment, so the MIME type is repeated here (a test checks they agree).

@@ -107,7 +107,8 @@ def test_whole_prefill_batches_start_while_others_prepare_and_the_remainder_wait
         tiny_engine, engine_thread_held, monkeypatch, long, size):
     # 32 clients submitting at once reach the engine in waves; admitting a wave whole split
     # them into ragged prefill batches. Full batches go at once, the rest wait for the others.
-    assert (tiny_engine.config.prefill_concurrency, tiny_engine.config.decode_concurrency) == (8, 32)
+    config = tiny_engine.config
+    assert (config.prefill_concurrency, config.decode_concurrency) == (8, 32)
     tiny_engine.clear_prompt_cache()  # a prompt found whole in the cache needs no prefill
     sizes = _prefill_sizes(monkeypatch)
     with tiny_engine._thread.preparing():  # another caller is rendering its request
@@ -132,13 +133,7 @@ def test_a_reply_running_alone_joins_the_batch_ahead_of_arrivals_so_prefill_batc
         tiny_engine, script_body, scripts, engine_thread_held, monkeypatch):
     # In the arrivals' prefill batch, the reply moved off the single stream would leave for
     # decoding first, and mlx-lm would refill just its slot: prefills of 7 prompts, then 1.
-    from mlx_lm.generate import PromptProcessingBatch
-
-    sizes = []
-    prompt = PromptProcessingBatch.prompt
-    monkeypatch.setattr(PromptProcessingBatch, "prompt",
-                        lambda self, tokens: (sizes.append(tokens) if tokens else None,
-                                              prompt(self, tokens))[1])
+    sizes = _prefill_sizes(monkeypatch)
     size = tiny_engine.config.prefill_concurrency
     tiny_engine.clear_prompt_cache()  # a prompt found whole in the cache needs no prefill
     first = tiny_engine.submit(script_body("long_story", max_tokens=200))
@@ -153,7 +148,7 @@ def test_a_reply_running_alone_joins_the_batch_ahead_of_arrivals_so_prefill_batc
         got = list(handle.events())
         assert _expected(scripts, name).startswith(_text(got)) and len(_text(got)) > 2, name
     assert isinstance(list(events)[-1], Finished)
-    assert len(sizes[0]) == size  # all of them in the first prefill batch (then what the
+    assert sizes[0] == size  # all of them in the first prefill batch (then what the
     # prompts with a system prompt have left after its snapshot)
 
 
