@@ -4,6 +4,7 @@ waits to join ends cancelled without a token."""
 
 from __future__ import annotations
 
+import random
 import threading
 
 import pytest
@@ -208,3 +209,30 @@ def test_a_reply_running_alone_takes_along_the_arrivals_beyond_whole_prefill_bat
     rest = list(events)
     assert rest[-1] == Finished("length")
     assert sizes == ([7, 7, 8, 8] if long else [15])  # a long prompt is read in two chunks
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_no_prefill_chunk_reads_more_than_mlx_lm_s_largest_whatever_the_mix_of_lengths(
+        tiny_engine, engine_thread_held, monkeypatch, seed):
+    # Short prompts fill a prefill batch past 8, but a chunk (every row padded to the longest)
+    # never holds more than 8 rows of a whole 64-token chunk: its memory and the wait it puts
+    # on decoding and on a cancel stay what mlx-lm's own batch allows.
+    from mlx_lm.generate import PromptProcessingBatch
+
+    rng = random.Random(seed)
+    tiny_engine.clear_prompt_cache()
+    chunks = []
+    prompt = PromptProcessingBatch.prompt
+    monkeypatch.setattr(PromptProcessingBatch, "prompt",
+                        lambda self, tokens: (chunks.append([len(t) for t in tokens])
+                                              if tokens else None, prompt(self, tokens))[1])
+    words = [rng.choice([0, 1, 3, 8, 20]) for _ in range(40)]
+    with engine_thread_held(tiny_engine):
+        handles = [tiny_engine.submit({"prompt": f"Name {i} colours:" + " red green blue" * w,
+                                       "max_tokens": 3}, kind="completion")
+                   for i, w in enumerate(words)]
+    for handle in handles:
+        assert list(handle.events())[-1] == Finished("length")
+    assert sum(map(sum, chunks)) > 0
+    for rows in chunks:
+        assert len(rows) <= 8 or len(rows) * max(rows) <= 8 * 64, rows
