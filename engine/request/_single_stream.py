@@ -174,10 +174,11 @@ def _read_prompt(head: list[int], models, caches, stream, step_size: int, progre
     The chunks are ``generate_step``'s own (``step_size`` tokens from the start), so the
     cache, and every token after it, is the one mlx-lm computes. Every chunk but the last is
     evaluated, reported (where a cancel or a preemption takes effect) and its buffers freed,
-    as mlx-lm does. The last is left queued: the first token's forward pass is built on top of
-    it and the device reads both in one go. ``generate_step`` would wait for that chunk, then
-    run ``mx.clear_cache()`` (which frees every cached buffer holding the GIL: 0.2-6 ms on an
-    H200) and only then build the next pass, all between the prompt and its first token.
+    as mlx-lm does. The last is only started (``async_eval``): the device reads it while the
+    host builds the first token's forward pass on top of it. ``generate_step`` would wait for
+    that chunk, then run ``mx.clear_cache()`` (which frees every cached buffer holding the GIL:
+    0.2-6 ms on an H200) and only then build the next pass, all between the prompt and its
+    first token.
     """
     total = len(head) + 1
     progress(0, total)
@@ -186,9 +187,11 @@ def _read_prompt(head: list[int], models, caches, stream, step_size: int, progre
             chunk = mx.array(head[start:start + step_size])[None]
             for model, cache in zip(models, caches):
                 model(chunk, cache=cache)
+            states = [c.state for cache in caches for c in cache]
             if start + step_size >= len(head):
+                mx.async_eval(states)
                 break
-            mx.eval([c.state for cache in caches for c in cache])
+            mx.eval(states)
             progress(start + step_size, total)
             mx.clear_cache()
 
