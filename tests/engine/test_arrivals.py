@@ -84,16 +84,21 @@ def _completion(i: int, long: bool) -> dict:
     return {"prompt": f"Name {i} colours:{words}", "max_tokens": 6}
 
 
-def _prefill_sizes(monkeypatch) -> list[int]:
-    """The number of prompts in each prefill call mlx-lm's batch makes from now on."""
+def _prefill_calls(monkeypatch) -> list[list[int]]:
+    """Each prefill call mlx-lm's batch makes from now on: the tokens of each row it reads."""
     from mlx_lm.generate import PromptProcessingBatch
 
-    sizes = []
+    calls = []
     prompt = PromptProcessingBatch.prompt
     monkeypatch.setattr(PromptProcessingBatch, "prompt",
-                        lambda self, tokens: (sizes.append(len(tokens)) if tokens else None,
-                                              prompt(self, tokens))[1])
-    return sizes
+                        lambda self, tokens: (calls.append([len(t) for t in tokens])
+                                              if tokens else None, prompt(self, tokens))[1])
+    return calls
+
+
+def _sizes(calls: list[list[int]]) -> list[int]:
+    """The number of prompts in each prefill call."""
+    return [len(rows) for rows in calls]
 
 
 # A prefill batch holds prefill_concurrency (8) prompts as long as a chunk (64 tokens on a
@@ -111,7 +116,7 @@ def test_whole_prefill_batches_start_while_others_prepare_and_the_remainder_wait
     config = tiny_engine.config
     assert (config.prefill_concurrency, config.decode_concurrency) == (8, 32)
     tiny_engine.clear_prompt_cache()  # a prompt found whole in the cache needs no prefill
-    sizes = _prefill_sizes(monkeypatch)
+    calls = _prefill_calls(monkeypatch)
     with tiny_engine._thread.preparing():  # another caller is rendering its request
         with engine_thread_held(tiny_engine):
             handles = [tiny_engine.submit(_completion(i, long), kind="completion")
@@ -127,14 +132,14 @@ def test_whole_prefill_batches_start_while_others_prepare_and_the_remainder_wait
     for handle in handles + [last]:
         got = list(handle.events())
         assert isinstance(got[0], Started) and got[-1] == Finished("length") and _text(got)
-    assert sizes[0] == size  # read together, in one prefill call
+    assert _sizes(calls)[0] == size  # read together, in one prefill call
 
 
 def test_a_reply_running_alone_joins_the_batch_ahead_of_arrivals_so_prefill_batches_stay_whole(
         tiny_engine, script_body, scripts, engine_thread_held, monkeypatch):
     # In the arrivals' prefill batch, the reply moved off the single stream would leave for
     # decoding first, and mlx-lm would refill just its slot: prefills of 7 prompts, then 1.
-    sizes = _prefill_sizes(monkeypatch)
+    calls = _prefill_calls(monkeypatch)
     size = tiny_engine.config.prefill_concurrency
     tiny_engine.clear_prompt_cache()  # a prompt found whole in the cache needs no prefill
     first = tiny_engine.submit(script_body("long_story", max_tokens=200))
@@ -149,7 +154,7 @@ def test_a_reply_running_alone_joins_the_batch_ahead_of_arrivals_so_prefill_batc
         got = list(handle.events())
         assert _expected(scripts, name).startswith(_text(got)) and len(_text(got)) > 2, name
     assert isinstance(list(events)[-1], Finished)
-    assert sizes[0] == size  # all of them in the first prefill batch (then what the
+    assert _sizes(calls)[0] == size  # all of them in the first prefill batch (then what the
     # prompts with a system prompt have left after its snapshot)
 
 
@@ -196,14 +201,14 @@ def test_a_reply_running_alone_takes_along_the_arrivals_beyond_whole_prefill_bat
     # are no whole batch: all go with it, in one prefill call.
     assert tiny_engine.active_requests == 0  # an earlier test's reply would take the batch path
     tiny_engine.clear_prompt_cache()
-    sizes = _prefill_sizes(monkeypatch)
+    calls = _prefill_calls(monkeypatch)
     first = tiny_engine.submit({"prompt": "Tell a long story:", "max_tokens": 120},
                                kind="completion")
     events = first.events()
     for event in events:  # decoding alone, on the single stream
         if isinstance(event, ContentDelta):
             break
-    assert sizes == []  # the single stream read its prompt itself
+    assert calls == []  # the single stream read its prompt itself
     with engine_thread_held(tiny_engine):  # they reach the engine together, mid-reply
         late = [tiny_engine.submit(_completion(i, long), kind="completion") for i in range(15)]
     for handle in late:
@@ -211,7 +216,7 @@ def test_a_reply_running_alone_takes_along_the_arrivals_beyond_whole_prefill_bat
         assert got[-1] == Finished("length") and _text(got)
     rest = list(events)
     assert rest[-1] == Finished("length")
-    assert sizes == ([7, 7, 8, 8] if long else [15])  # a long prompt is read in two chunks
+    assert _sizes(calls) == ([7, 7, 8, 8] if long else [15])  # a long prompt: two chunks
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -220,15 +225,9 @@ def test_no_prefill_chunk_reads_more_than_mlx_lm_s_largest_whatever_the_mix_of_l
     # Short prompts fill a prefill batch past 8, but a chunk (every row padded to the longest)
     # never holds more than 8 rows of a whole 64-token chunk: its memory and the wait it puts
     # on decoding and on a cancel stay what mlx-lm's own batch allows.
-    from mlx_lm.generate import PromptProcessingBatch
-
     rng = random.Random(seed)
     tiny_engine.clear_prompt_cache()
-    chunks = []
-    prompt = PromptProcessingBatch.prompt
-    monkeypatch.setattr(PromptProcessingBatch, "prompt",
-                        lambda self, tokens: (chunks.append([len(t) for t in tokens])
-                                              if tokens else None, prompt(self, tokens))[1])
+    chunks = _prefill_calls(monkeypatch)
     words = [rng.choice([0, 1, 3, 8, 20]) for _ in range(40)]
     with engine_thread_held(tiny_engine):
         handles = [tiny_engine.submit({"prompt": f"Name {i} colours:" + " red green blue" * w,
