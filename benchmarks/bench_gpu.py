@@ -17,7 +17,7 @@ tokens without a logits processor. For each shape and dtype it prints, engine / 
   same turn cold, at each ``--history`` size, beside the same ratio for mlx-lm's own
   prompt-cache path (what mlx_lm.server does with the prefix the engine reused);
 - prefill tokens/s of a cold ``--prefill``-token prompt against ``stream_generate``'s, both
-  given the text (each tokenizes it).
+  given the text (each tokenizes it) and timed to the first token, as mlx-lm's ``prompt_tps``.
 
 Rounds alternate which side goes first, after ``--warmup`` runs at each N; figures compare
 each side's best round (the least disturbed by anything else on the machine), and the
@@ -27,6 +27,7 @@ aggregate also prints the median of its per-round ratios.
 from __future__ import annotations
 
 import argparse
+import collections
 import copy
 import gc
 import json
@@ -267,26 +268,35 @@ def follow_up(engine: Engine, history: int, rounds: int) -> dict:
 
 
 def prefill(engine: Engine, size: int, rounds: int) -> dict:
+    """Prefill tokens/s of a cold prompt: its tokens over the time to the first token's text,
+    as mlx-lm's own ``prompt_tps`` is measured (the engine then still files the prompt in its
+    prompt cache, ``after_first_ms``: mlx-lm's trie adds a node per token)."""
     body = {"prompt": _sized_text(engine, size), "max_tokens": 1}
     prompt = list(engine.inspect(body, kind="completion").token_ids)
 
     def ours():
         engine.clear_prompt_cache()
         t0 = time.perf_counter()
-        for _ in engine.submit(body, kind="completion").events():
-            pass
-        return len(prompt) / (time.perf_counter() - t0)
+        first = None
+        for event in engine.submit(body, kind="completion").events():
+            if first is None and isinstance(event, (ContentDelta, Finished)):
+                first = time.perf_counter()
+        end = time.perf_counter()
+        return len(prompt) / (first - t0), end - first
 
     def theirs():  # from the text too: stream_generate tokenizes it, as the engine does
         t0 = time.perf_counter()
-        for _ in stream_generate(engine._thread.model, engine.tokenizer, body["prompt"],
+        first = None
+        for r in stream_generate(engine._thread.model, engine.tokenizer, body["prompt"],
                                  max_tokens=1):
-            pass
-        return len(prompt) / (time.perf_counter() - t0)
+            if first is None and r.text:
+                first = time.perf_counter()
+        return len(prompt) / ((first or time.perf_counter()) - t0)
 
     a, b = _alternate(rounds, ours, theirs)
-    return {"ratio": max(a) / max(b), "tokens": len(prompt), "engine_tps": max(a),
-            "mlx_tps": max(b)}
+    return {"ratio": max(x[0] for x in a) / max(b), "tokens": len(prompt),
+            "engine_tps": max(x[0] for x in a), "mlx_tps": max(b),
+            "after_first_ms": statistics.median(x[1] for x in a) * 1e3}
 
 
 def profile(engine: Engine, n: int, tokens: int) -> dict:
@@ -298,21 +308,29 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
     side's run splits in two: ``ramp_ms`` until the first decode step with all N requests in
     the batch (prompts arriving, prefill waves), then ``full_step_ms``, the median decode
     step with all N in it (and ``between_steps_ms``, the median time from one such step to
-    the next one, spent outside mlx-lm's step: routing tokens, admission).
+    the next one, spent outside mlx-lm's step: routing tokens, admission). ``prefill_calls``
+    lists each prefill call (rows, longest row, ms) and ``steps_by_size`` counts the decode
+    steps at each batch size: the engine's batches depend on when its requests arrive.
+    ``ramp`` lists the timed calls before the first full step (ms from the start, name, ms
+    taken, rows or batch size), so a slow ramp shows what it waited for.
     """
     from mlx_lm.generate import GenerationBatch, PromptProcessingBatch
 
     from mlx_notebook.engine.request._prompt_cache import PromptCache
     from mlx_notebook.engine.request._reply_stream import ReplyStream
     from mlx_notebook.engine.request._scheduler import Scheduler
+    from mlx_notebook.engine.request._single_stream import SingleStream
 
     timed = {"decode_step": (GenerationBatch, "next"), "prefill": (PromptProcessingBatch, "prompt"),
              "merge": (GenerationBatch, "extend"), "scheduler_step": (Scheduler, "step"),
              "on_token": (ReplyStream, "on_token"), "submit": (Engine, "submit"),
              "admit": (Scheduler, "add"), "cache_insert": (PromptCache, "insert"),
-             "cache_fetch": (PromptCache, "fetch")}
+             "cache_fetch": (PromptCache, "fetch"), "single_step": (SingleStream, "step"),
+             "move_to_batch": (Scheduler, "_move_single_to_batch")}
     stats: dict = {}
+    calls_in_order: list = []  # (start, name, seconds, rows or batch size) of every timed call
     steps: list = []  # (start, end, batch size) of every decode step
+    calls: list = []  # (rows, longest row, ms) of every prefill call
 
     def wrap(name, fn):
         def timed_fn(*a, **k):
@@ -326,8 +344,12 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
                 t1 = time.perf_counter()
                 count, total = stats.get(name, (0, 0.0))
                 stats[name] = (count + 1, total + t1 - t0)
+                calls_in_order.append((t0, name, t1 - t0, size or (len(a[1]) if name == "prefill"
+                                                                   else None)))
                 if size:
                     steps.append((t0, t1, size))
+                if name == "prefill":  # a shape mlx has not met shows as a slow call on CUDA
+                    calls.append((len(a[1]), max(map(len, a[1])), round((t1 - t0) * 1e3, 1)))
         return timed_fn
 
     def phases(t_start: float) -> dict:
@@ -335,7 +357,10 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
         if not full:
             return {}
         between = [b[0] - a[1] for a, b in zip(steps, steps[1:]) if a[2] == b[2] == n]
-        return {"ramp_ms": round((full[0][0] - t_start) * 1e3, 1),
+        ramp = [(round((t - t_start) * 1e3, 1), name, round(d * 1e3, 2), size)
+                 for t, name, d, size in calls_in_order if t < full[0][0]
+                 and name not in ("scheduler_step", "on_token")]
+        return {"ramp_ms": round((full[0][0] - t_start) * 1e3, 1), "ramp": ramp[:80],
                 "full_step_ms": round(statistics.median(e - b for b, e, _ in full) * 1e3, 2),
                 "between_steps_ms": round(statistics.median(between) * 1e3, 3) if between else 0}
 
@@ -350,10 +375,14 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
                           ("mlx", lambda: _mlx_aggregate(engine, prompts, tokens))):
             stats.clear()
             steps.clear()
+            calls.clear()
+            calls_in_order.clear()
             t0 = time.perf_counter()
             tps = run()
             out[side] = {"tok/s": round(tps), "wall_s": round(time.perf_counter() - t0, 3),
-                         **phases(t0), **{k: (c, round(t, 4)) for k, (c, t) in stats.items()}}
+                         **phases(t0), **{k: (c, round(t, 4)) for k, (c, t) in stats.items()},
+                         "prefill_calls": list(calls),
+                         "steps_by_size": dict(collections.Counter(size for *_, size in steps))}
     finally:
         for name, (cls, attr) in timed.items():
             setattr(cls, attr, originals[name])
@@ -401,10 +430,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", default=["smollm2", "1b", "8b"], choices=SHAPES)
     parser.add_argument("--dtypes", nargs="+", default=["bfloat16", "4bit"], choices=DTYPES)
-    parser.add_argument("--n", nargs="+", type=int, default=[1, 4, 8, 16, 32])
+    parser.add_argument("--n", nargs="*", type=int, default=[1, 4, 8, 16, 32])
     parser.add_argument("--tokens", type=int, default=128, help="reply length")
-    parser.add_argument("--history", nargs="+", type=int, default=[650, 8000])
-    parser.add_argument("--prefill", nargs="+", type=int, default=[4096, 16384])
+    parser.add_argument("--history", nargs="*", type=int, default=[650, 8000])
+    parser.add_argument("--prefill", nargs="*", type=int, default=[4096, 16384])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=3,
                         help="untimed runs of each side at each N before the rounds (see aggregate)")

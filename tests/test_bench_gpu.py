@@ -37,10 +37,14 @@ def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path,
     assert follow["prompt_tokens"] > 60 and 60 < follow["cached_tokens"] < follow["prompt_tokens"]
     assert follow["warm_ms"] > 0 and follow["mlx_warm_ms"] > 0 and follow["mlx_cold_ms"] > 0
     assert row["prefill"][128]["tokens"] >= 100
+    assert row["prefill"][128]["after_first_ms"] >= 0  # timed to the first token, then the rest
     # The profile splits each side's run into the ramp and the steps with both requests in.
     for side in ("engine", "mlx"):
         p = row["profile"][2][side]
         assert p["decode_step"][0] >= 8 and p["full_step_ms"] > 0 and p["ramp_ms"] >= 0
+        assert sum(p["steps_by_size"].values()) == p["decode_step"][0]
+        assert sum(rows for rows, _, _ in p["prefill_calls"]) <= 2
+    assert [rows for rows, _, _ in row["profile"][2]["mlx"]["prefill_calls"]] == [2]
     assert row["profile"][2]["engine"]["on_token"][0] == 2 * 8
     out = capsys.readouterr().out
     assert "| shape | decode (1 stream) | added TTFT ms | N=1 | N=2 |" in out
