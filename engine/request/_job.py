@@ -126,3 +126,6 @@ class Job:
     out: Outbox
     """Where the request's events go; the caller's handle reads it."""
     cancel: threading.Event = field(default_factory=threading.Event)
+    queued: float = field(default_factory=time.perf_counter)
+    """When the caller queued it (``time.perf_counter()``): the engine thread may be inside a
+    step and see it only later."""

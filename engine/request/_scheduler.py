@@ -317,9 +317,11 @@ class Scheduler:
             self._start(job, alone=False)
             return
         if self.draft_model is None and (not self.idle or self.others_preparing()):
-            # joins a running batch, or waits for the requests being prepared to start with it
-            now = time.perf_counter()
-            self._arrival_times = (self._arrival_times[0] if self.arrivals else now, now)
+            # joins a running batch, or waits for the requests being prepared to start with it.
+            # Timed from when each was queued: the engine thread sees them only after the step
+            # it was in, and the gap that says a burst is over has passed by then or not.
+            first, last = self._arrival_times if self.arrivals else (job.queued, job.queued)
+            self._arrival_times = (min(first, job.queued), max(last, job.queued))
             self.arrivals.append(job)
             return
         # Asked after the preparing check: a caller queues its job before it stops preparing.

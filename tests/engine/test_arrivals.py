@@ -135,6 +135,38 @@ def test_whole_prefill_batches_start_while_others_prepare_and_the_remainder_wait
     assert _sizes(calls)[0] == size  # read together, in one prefill call
 
 
+def test_requests_queued_while_the_engine_thread_was_busy_join_at_its_next_step(
+        tiny_engine, script_body, scripts, engine_thread_held, monkeypatch):
+    # The quiet gap that says a burst is over runs from when each request was queued: when
+    # the engine thread was inside a step meanwhile, it may be over by the time the thread
+    # looks, and the reply decoding alone moves onto the batch with no more steps alone.
+    import time
+
+    from mlx_notebook.engine.request._scheduler import _ARRIVAL_QUIET_S, Scheduler
+
+    moved_at = []
+    move = Scheduler._move_single_to_batch
+    monkeypatch.setattr(Scheduler, "_move_single_to_batch",
+                        lambda self: (moved_at.append(self.single.generated), move(self))[1])
+    first = tiny_engine.submit(script_body("long_story", max_tokens=200))
+    events = first.events()
+    for event in events:  # decoding alone, on the single stream
+        if isinstance(event, (ContentDelta, ReasoningDelta)):
+            break
+    names = ["reason_then_answer", "system_prompt"]
+    seen_at = []
+    with engine_thread_held(tiny_engine):  # busy, as inside a long step
+        late = [tiny_engine.submit(script_body(name, max_tokens=8)) for name in names]
+        tiny_engine._thread.call_soon(  # runs once the thread has taken both in
+            lambda: seen_at.append(tiny_engine._thread.scheduler.single.generated))
+        time.sleep(3 * _ARRIVAL_QUIET_S)
+    for name, handle in zip(names, late):
+        got = list(handle.events())
+        assert _expected(scripts, name).startswith(_text(got)) and len(_text(got)) > 2, name
+    assert isinstance(list(events)[-1], Finished)
+    assert moved_at == seen_at  # not a token alone between taking them in and the move
+
+
 def test_a_reply_running_alone_joins_the_batch_ahead_of_arrivals_so_prefill_batches_stay_whole(
         tiny_engine, script_body, scripts, engine_thread_held, monkeypatch):
     # In the arrivals' prefill batch, the reply moved off the single stream would leave for
