@@ -282,6 +282,7 @@ def prefill(engine: Engine, size: int, rounds: int) -> dict:
             if first is None and isinstance(event, (ContentDelta, Finished)):
                 first = time.perf_counter()
         end = time.perf_counter()
+        first = first or end
         return len(prompt) / (first - t0), end - first
 
     def theirs():  # from the text too: stream_generate tokenizes it, as the engine does
@@ -328,7 +329,7 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
              "cache_fetch": (PromptCache, "fetch"), "single_step": (SingleStream, "step"),
              "move_to_batch": (Scheduler, "_move_single_to_batch")}
     stats: dict = {}
-    calls_in_order: list = []  # (start, name, seconds, rows or batch size) of every timed call
+    calls_in_order: list = []  # (start, name, seconds, rows or batch size), per step at most
     steps: list = []  # (start, end, batch size) of every decode step
     calls: list = []  # (rows, longest row, ms) of every prefill call
 
@@ -344,8 +345,9 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
                 t1 = time.perf_counter()
                 count, total = stats.get(name, (0, 0.0))
                 stats[name] = (count + 1, total + t1 - t0)
-                calls_in_order.append((t0, name, t1 - t0, size or (len(a[1]) if name == "prefill"
-                                                                   else None)))
+                if name not in ("scheduler_step", "on_token"):  # every step, every token
+                    calls_in_order.append((t0, name, t1 - t0,
+                                           size or (len(a[1]) if name == "prefill" else None)))
                 if size:
                     steps.append((t0, t1, size))
                 if name == "prefill":  # a shape mlx has not met shows as a slow call on CUDA
@@ -358,8 +360,7 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
             return {}
         between = [b[0] - a[1] for a, b in zip(steps, steps[1:]) if a[2] == b[2] == n]
         ramp = [(round((t - t_start) * 1e3, 1), name, round(d * 1e3, 2), size)
-                 for t, name, d, size in calls_in_order if t < full[0][0]
-                 and name not in ("scheduler_step", "on_token")]
+                for t, name, d, size in calls_in_order if t < full[0][0]]
         return {"ramp_ms": round((full[0][0] - t_start) * 1e3, 1), "ramp": ramp[:80],
                 "full_step_ms": round(statistics.median(e - b for b, e, _ in full) * 1e3, 2),
                 "between_steps_ms": round(statistics.median(between) * 1e3, 3) if between else 0}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 import pytest
 
@@ -140,8 +141,6 @@ def test_requests_queued_while_the_engine_thread_was_busy_join_at_its_next_step(
     # The quiet gap that says a burst is over runs from when each request was queued: when
     # the engine thread was inside a step meanwhile, it may be over by the time the thread
     # looks, and the reply decoding alone moves onto the batch with no more steps alone.
-    import time
-
     from mlx_notebook.engine.request._scheduler import _ARRIVAL_QUIET_S, Scheduler
 
     moved_at = []
