@@ -10,7 +10,8 @@ the output projection are zero, so greedy decoding never ends a reply early (eve
 token's logit beats 0 somewhere among 49,152) and both sides decode exactly ``--tokens``
 tokens without a logits processor. For each shape and dtype it prints, engine / mlx-lm:
 
-- single stream: decode tokens/s against ``stream_generate``, and the added time to first token;
+- single stream: decode tokens/s against ``stream_generate`` (run on the caller's thread, and
+  on the engine's own), and the added time to first token;
 - aggregate tokens/s of N concurrent chat requests, each read by its own consumer thread (as
   notebook cells and HTTP clients do), against ``batch_generate`` on the same prompt tokens;
 - a follow-up turn's time to first token (history served from the prompt cache) against the
@@ -135,12 +136,14 @@ def _mlx_run(engine: Engine, tokens: list[int], max_tokens: int) -> tuple[float,
     return first - t0, (n - 1) / max(end - first, 1e-9)
 
 
-def _alternate(rounds: int, ours, theirs) -> tuple[list, list]:
-    a, b = [], []
+def _alternate(rounds: int, *sides) -> tuple[list, ...]:
+    """Each side's results over ``rounds``; each round starts with the next side in turn."""
+    results = [[] for _ in sides]
     for r in range(rounds):
-        for side in ((0, 1) if r % 2 == 0 else (1, 0)):
-            (a.append(ours()) if side == 0 else b.append(theirs()))
-    return a, b
+        for i in range(len(sides)):
+            k = (i + r) % len(sides)
+            results[k].append(sides[k]())
+    return tuple(results)
 
 
 def _chat(i: int, words: str = "a lighthouse keeper and the sea") -> dict:
@@ -150,6 +153,9 @@ def _chat(i: int, words: str = "a lighthouse keeper and the sea") -> dict:
 
 # -- sections ----------------------------------------------------------------------------------
 def single_stream(engine: Engine, tokens: int, rounds: int) -> dict:
+    """One request against ``stream_generate``, on the caller's thread and also on the
+    engine's own (``decode_same_thread``): a gap that the second shares is the thread's
+    (the OS's scheduling of it, the GIL), not the engine's work per token."""
     body = {**_chat(0), "max_tokens": tokens}
     prompt = list(engine.inspect(body).token_ids)
 
@@ -158,9 +164,12 @@ def single_stream(engine: Engine, tokens: int, rounds: int) -> dict:
         return _engine_run(engine, body)[:2]
 
     _engine_run(engine, {**body, "max_tokens": 4}), _mlx_run(engine, prompt, 4)  # warm up
-    a, b = _alternate(rounds, ours, lambda: _mlx_run(engine, prompt, tokens))
+    a, b, c = _alternate(rounds, ours, lambda: _mlx_run(engine, prompt, tokens),
+                         lambda: engine._thread.call(lambda: _mlx_run(engine, prompt, tokens)))
     return {"decode": max(x[1] for x in a) / max(x[1] for x in b),
+            "decode_same_thread": max(x[1] for x in a) / max(x[1] for x in c),
             "engine_tps": max(x[1] for x in a), "mlx_tps": max(x[1] for x in b),
+            "mlx_engine_thread_tps": max(x[1] for x in c),
             "added_ttft_ms": (min(x[0] for x in a) - min(x[0] for x in b)) * 1e3}
 
 

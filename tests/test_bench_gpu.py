@@ -30,6 +30,7 @@ def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path,
     row = results["tiny float32"]
     # Both sides decoded: the random model never ends a reply early, so the rates are real.
     assert row["single"]["engine_tps"] > 0 and row["single"]["mlx_tps"] > 0
+    assert row["single"]["mlx_engine_thread_tps"] > 0  # stream_generate on the engine's thread
     assert set(row["aggregate"]) == {1, 2}
     assert all(a["engine_tps"] > 0 and a["mlx_tps"] > 0 for a in row["aggregate"].values())
     assert all(a["median_ratio"] > 0 for a in row["aggregate"].values())
