@@ -322,7 +322,7 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
     lists each prefill call (rows, longest row, ms) and ``steps_by_size`` counts the decode
     steps at each batch size: the engine's batches depend on when its requests arrive.
     ``ramp`` lists the timed calls before the first full step (ms from the start, name, ms
-    taken, rows or batch size), so a slow ramp shows what it waited for.
+    taken, and (rows, longest row) or the batch size), so a slow ramp shows what it waited for.
     """
     from mlx_lm.generate import GenerationBatch, PromptProcessingBatch
 
@@ -338,15 +338,14 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
              "cache_fetch": (PromptCache, "fetch"), "single_step": (SingleStream, "step"),
              "move_to_batch": (Scheduler, "_move_single_to_batch")}
     stats: dict = {}
-    calls_in_order: list = []  # (start, name, seconds, rows or batch size), per step at most
-    steps: list = []  # (start, end, batch size) of every decode step
-    calls: list = []  # (rows, longest row, ms) of every prefill call
+    calls: list = []  # (start, name, seconds, detail) of each timed call, per step at most
 
     def wrap(name, fn):
         def timed_fn(*a, **k):
             if name == "prefill" and not a[1]:  # mlx-lm calls it every step, often with nothing
                 return fn(*a, **k)
-            size = len(a[0].uids) if name == "decode_step" else 0
+            detail = (len(a[0].uids) if name == "decode_step"  # batch size
+                      else (len(a[1]), max(map(len, a[1]))) if name == "prefill" else None)
             t0 = time.perf_counter()
             try:
                 return fn(*a, **k)
@@ -355,21 +354,20 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
                 count, total = stats.get(name, (0, 0.0))
                 stats[name] = (count + 1, total + t1 - t0)
                 if name not in ("scheduler_step", "on_token"):  # every step, every token
-                    calls_in_order.append((t0, name, t1 - t0,
-                                           size or (len(a[1]) if name == "prefill" else None)))
-                if size:
-                    steps.append((t0, t1, size))
-                if name == "prefill":  # a shape mlx has not met shows as a slow call on CUDA
-                    calls.append((len(a[1]), max(map(len, a[1])), round((t1 - t0) * 1e3, 1)))
+                    calls.append((t0, name, t1 - t0, detail))
         return timed_fn
 
+    def decode_steps() -> list:  # (start, end, batch size)
+        return [(t, t + d, size) for t, name, d, size in calls if name == "decode_step" and size]
+
     def phases(t_start: float) -> dict:
+        steps = decode_steps()
         full = [s for s in steps if s[2] == n]
         if not full:
             return {}
         between = [b[0] - a[1] for a, b in zip(steps, steps[1:]) if a[2] == b[2] == n]
-        ramp = [(round((t - t_start) * 1e3, 1), name, round(d * 1e3, 2), size)
-                for t, name, d, size in calls_in_order if t < full[0][0]]
+        ramp = [(round((t - t_start) * 1e3, 1), name, round(d * 1e3, 2), detail)
+                for t, name, d, detail in calls if t < full[0][0]]
         return {"ramp_ms": round((full[0][0] - t_start) * 1e3, 1), "ramp": ramp[:80],
                 "full_step_ms": round(statistics.median(e - b for b, e, _ in full) * 1e3, 2),
                 "between_steps_ms": round(statistics.median(between) * 1e3, 3) if between else 0}
@@ -384,15 +382,16 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
         for side, run in (("engine", lambda: _engine_aggregate(engine, bodies)),
                           ("mlx", lambda: _mlx_aggregate(engine, prompts, tokens))):
             stats.clear()
-            steps.clear()
             calls.clear()
-            calls_in_order.clear()
             t0 = time.perf_counter()
             tps = run()
             out[side] = {"tok/s": round(tps), "wall_s": round(time.perf_counter() - t0, 3),
                          **phases(t0), **{k: (c, round(t, 4)) for k, (c, t) in stats.items()},
-                         "prefill_calls": list(calls),
-                         "steps_by_size": dict(collections.Counter(size for *_, size in steps))}
+                         # a shape mlx has not met shows as a slow prefill call on CUDA
+                         "prefill_calls": [(*rows, round(d * 1e3, 1))
+                                           for _, name, d, rows in calls if name == "prefill"],
+                         "steps_by_size": dict(collections.Counter(
+                             size for *_, size in decode_steps()))}
     finally:
         for name, (cls, attr) in timed.items():
             setattr(cls, attr, originals[name])
