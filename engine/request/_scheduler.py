@@ -144,6 +144,20 @@ class _Active:
     as the single stream's does (so a prompt moved off the single stream never goes back)."""
     prompt_left: int | None = None
     """Prompt tokens the batch has still to read; None once it decodes."""
+    reads: int = 0
+    """Prefill calls mlx-lm's batch makes for it before it decodes (``_prefill_reads``)."""
+
+
+def _prefill_reads(segments: list[list[int]], step: int) -> int:
+    """Prefill calls mlx-lm's batch makes for a prompt given as ``segments`` before it decodes.
+
+    Each call reads one chunk of at most ``step`` tokens of a prompt's current segment; the
+    prompt's last token is left to the first decode step (``BatchGenerator.insert_segments``).
+    """
+    lengths = [len(s) for s in segments if s]
+    if lengths:
+        lengths[-1] -= 1
+    return sum(-(-n // step) for n in lengths)
 
 
 class Scheduler:
@@ -338,18 +352,48 @@ class Scheduler:
             if n == 0:
                 return
         if self.single is not None:
-            # It has one token to feed, so in a prefill batch it leaves for decoding at once and
-            # mlx-lm refills its slot: in a batch of 8 arrivals, prefills of 7, then 1. It takes
-            # along only the arrivals beyond whole prefill batches (7 of 31 long prompts, all of
-            # 31 short ones), which fill one batch with it; the whole batches start once those
-            # decode (the check above). With no such remainder it goes alone, a step ahead.
-            self._move_single_to_batch()
+            # It takes along only the arrivals beyond whole prefill batches (7 of 31 long
+            # prompts, all of 31 short ones), which fill one batch with it; the whole batches
+            # start once those decode (the check above). With no such remainder it goes alone,
+            # a step ahead.
             n = len(self.arrivals) % size
+            if n == 0:
+                self._move_single_to_batch()
+            else:
+                self._move_single_with(self.arrivals[:n])
+                self.arrivals = self.arrivals[n:]
+                return
         jobs, self.arrivals = self.arrivals[:n], self.arrivals[n:]
         # One request held for nothing (the others were inspected or refused) runs alone.
         alone = len(jobs) == 1 and not self.active and self.single is None
         for job in jobs:
             self._start_waiting(job, alone=alone)
+
+    def _move_single_with(self, jobs: list[Job]) -> None:
+        """Start ``jobs`` on the batch and move the reply running alone into their prefill batch,
+        so that all of them start decoding at the same step.
+
+        Moved with one token to feed, a reply leaves a prefill batch for decoding before the
+        others have read their prompts: mlx-lm then splits the batch twice (each split and
+        the first step after it cost 15-20 ms on an H200 for a 1B model, mostly one
+        device sync per layer) and decodes it alone in between. Moved with as many tokens
+        as its companions have prefill calls to make, fed one a call (their keys and values
+        are computed again, in rows that are padded to the companions' chunk anyway), it
+        leaves with them. Companions with a prompt longer than a chunk would make its row
+        cost a whole chunk per call, so then it moves with one token, as before.
+        """
+        single, a = self.single, self._single_active
+        before = set(self.active)
+        # started beside the reply, not in its place: _start would move it first
+        self.single = self._single_active = None
+        for job in jobs:
+            self._start_waiting(job, alone=False)
+        self.single, self._single_active = single, a
+        companions = [c for uid, c in self.active.items() if uid not in before]
+        reads = 0
+        if companions and all(c.prompt_left <= self.prefill_step_size for c in companions):
+            reads = max(c.reads for c in companions)
+        self._move_single_to_batch(reads)
 
     def _start(self, job: Job, alone: bool) -> None:
         request, prompt = job.request, job.prompt
@@ -401,19 +445,26 @@ class Scheduler:
         del cache
         self._unstepped = True
         self.active[uid] = _Active(job, reply, kinds[::-1], guard, cached,
-                                   prompt_left=len(tokens) - cached)
+                                   prompt_left=len(tokens) - cached,
+                                   reads=_prefill_reads(segments, self.prefill_step_size))
         # Room for the KV caches being decoded comes out of the prompt cache's budget.
         self.cache.trim_to(self.config.prompt_cache_bytes - self.batch.prompt_cache_nbytes)
 
-    def _move_single_to_batch(self) -> None:
+    def _move_single_to_batch(self, reads: int = 0) -> None:
+        """Move the reply running alone onto the batch; with ``reads``, it feeds its last
+        ``reads + 1`` tokens again, one per prefill call (``_move_single_with``)."""
         single, self.single = self.single, None
         a, self._single_active = self._single_active, None
-        cache, tokens, rest = single.detach()
+        cache, tokens, rest = single.detach(refeed=reads + 1)
         a.guard = _Guard()
         a.offset = len(tokens)
         a.prompt_left = len(rest)
+        # Only a reply that has decoded holds back exactly reads + 1 tokens; one whose prompt
+        # is not read yet feeds the rest of it as one segment.
+        segments = ([[t] for t in rest] if reads and single.generated and len(rest) == reads + 1
+                    else [rest])
         (uid,) = self.batch.insert_segments(
-            segments=[[rest]],
+            segments=[segments],
             max_tokens=[single.request.max_tokens - single.generated],
             caches=[cache],
             all_tokens=[tokens],
@@ -491,8 +542,10 @@ class Scheduler:
                 continue
             done, total = r.progress
             a.prompt_left = None if r.end_of_prompt else total - done
-            if a.job.cancel.is_set():
-                continue  # ends at the next step, like the single stream: no news after it
+            if a.job.cancel.is_set() or a.reply.completion_tokens:
+                # ends at the next step, like the single stream: no news after it; or a reply
+                # moved onto the batch feeding back its own tokens: its prompt was read
+                continue
             a.job.out.put(PrefillProgress(done + a.offset, total + a.offset))
             if r.end_of_segment and not r.end_of_prompt and a.snapshot_kinds:
                 snapshot.append(r.uid)

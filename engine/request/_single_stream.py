@@ -153,17 +153,18 @@ class SingleStream:
                 mx.eval([c.state for c in draft])
         return self.tokens[:held], self.cache
 
-    def detach(self) -> tuple[list, list[int], list[int]]:
+    def detach(self, refeed: int = 1) -> tuple[list, list[int], list[int]]:
         """Stop here and return (cache, tokens in it, tokens to feed) to go on in the batch.
 
-        After a token, the last one is taken back out of the cache so the batch feeds it again
-        and samples what follows it (the step queued for it is dropped, and after the first
-        token, which is read before that step is queued, none is built); before the first
-        step, the cache holds only the reused prefix and the batch prefills the rest.
+        After a token, the last ``refeed`` tokens are taken back out of the cache so the batch
+        feeds them again and samples what follows the last (the step queued for it is dropped,
+        and after the first token, which is read before that step is queued, none is built);
+        before the first step, the cache holds only the reused prefix and the batch prefills
+        the rest.
         """
         self._detaching = True
         self.close()
-        held = min(self.cache[0].offset, len(self.tokens) - 1)
+        held = max(0, min(self.cache[0].offset, len(self.tokens) - refeed))
         trim_prompt_cache(self.cache, self.cache[0].offset - held)
         return self.cache, self.tokens[:held], self.tokens[held:]
 

@@ -146,7 +146,8 @@ def test_requests_queued_while_the_engine_thread_was_busy_join_at_its_next_step(
     moved_at = []
     move = Scheduler._move_single_to_batch
     monkeypatch.setattr(Scheduler, "_move_single_to_batch",
-                        lambda self: (moved_at.append(self.single.generated), move(self))[1])
+                        lambda self, *a: (moved_at.append(self.single.generated),
+                                          move(self, *a))[1])
     first = tiny_engine.submit(script_body("long_story", max_tokens=200))
     events = first.events()
     for event in events:  # decoding alone, on the single stream
@@ -185,8 +186,9 @@ def test_a_reply_running_alone_joins_the_batch_ahead_of_arrivals_so_prefill_batc
         got = list(handle.events())
         assert _expected(scripts, name).startswith(_text(got)) and len(_text(got)) > 2, name
     assert isinstance(list(events)[-1], Finished)
-    assert _sizes(calls)[0] == size  # all of them in the first prefill batch (then what the
-    # prompts with a system prompt have left after its snapshot)
+    # all of them in the first prefill batch, the moved reply too (then what the prompts with
+    # a system prompt have left after its snapshot)
+    assert _sizes(calls)[0] == size + 1
 
 
 def test_requests_arriving_as_prompts_finish_reading_wait_for_them_to_decode(
@@ -247,7 +249,43 @@ def test_a_reply_running_alone_takes_along_the_arrivals_beyond_whole_prefill_bat
         assert got[-1] == Finished("length") and _text(got)
     rest = list(events)
     assert rest[-1] == Finished("length")
-    assert _sizes(calls) == ([7, 7, 8, 8] if long else [15])  # a long prompt: two chunks
+    # A long prompt takes two chunks, so the moved reply goes with one token to feed; short
+    # ones are read in one call, with the moved reply's last tokens beside them.
+    assert _sizes(calls) == ([7, 7, 8, 8] if long else [16])
+
+
+def test_a_reply_moved_beside_short_arrivals_reads_with_them_and_all_decode_from_one_step(
+        tiny_engine, script_body, scripts, engine_thread_held, monkeypatch):
+    # Moved with one token to feed, a reply leaves the arrivals' prefill batch for decoding at
+    # once: a step of it alone, and mlx-lm splitting the batch twice. Fed its last tokens
+    # again, one per prefill call its companions make, it starts decoding with them.
+    from mlx_lm.generate import GenerationBatch
+
+    assert tiny_engine.active_requests == 0  # an earlier test's reply would take the batch path
+    tiny_engine.clear_prompt_cache()
+    calls = _prefill_calls(monkeypatch)
+    steps = []
+    step = GenerationBatch.next
+    monkeypatch.setattr(GenerationBatch, "next",
+                        lambda self: (steps.append(len(self.uids)), step(self))[1])
+    first = tiny_engine.submit(script_body("long_story", max_tokens=60))
+    events = first.events()
+    got = []
+    for event in events:  # decoding alone, on the single stream
+        got.append(event)
+        if isinstance(event, (ContentDelta, ReasoningDelta)):
+            break
+    with engine_thread_held(tiny_engine):  # they reach the engine together, mid-reply
+        late = [tiny_engine.submit(_completion(i, False), kind="completion") for i in range(7)]
+    for handle in late:
+        assert list(handle.events())[-1] == Finished("length")
+    got += list(events)
+    assert isinstance(got[-1], Finished)
+    # nothing lost or repeated at the move
+    assert _expected(scripts, "long_story").startswith(_text(got)) and len(_text(got)) > 20
+    # one prefill call: the arrivals' prompts, and one token of the moved reply
+    assert len(calls) == 1 and len(calls[0]) == 8 and calls[0][-1] == 1
+    assert steps[0] == 8  # the first decode step has all of them
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
