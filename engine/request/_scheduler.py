@@ -73,6 +73,13 @@ _ARRIVAL_QUIET_S = 0.004
 _ARRIVAL_MAX_WAIT_S = 0.02
 _PREPARING_MAX_WAIT_S = 0.05
 _FIRST_TOKEN_HANDOFF_S = 0.0005
+# A reply moved off the single stream beside arrivals may feed its last tokens again in a row
+# of their prefill batch, padded to their prompts (``Scheduler._move_single_with``): it saves
+# two forward passes of one row (the first step after a split and a step of it alone) and
+# costs that row's padded tokens. On a GPU a prefill of short prompts is launch-bound and the
+# row all but free; on a CPU it costs its tokens: SmolLM2 float32 reads ~200 tok/s and takes
+# ~55 ms a step here, so the row pays for itself up to about 20 tokens.
+_CPU_REFEED_TOKENS = 16
 # After a request's first token, the single stream's decode loop frees the prefill's buffers
 # (mx.clear_cache, as mlx-lm's generate_step does) holding the GIL: 12 ms for SmolLM2 on a
 # CPU, during which the reader woken by the token cannot run. Sleeping this long first lets it
@@ -184,6 +191,9 @@ class Scheduler:
             make_prompt_cache(model))
         self.prefill_step_size = (config.prefill_step_size
                                   or default_prefill_step_size(model))
+        self._refeed_tokens = (self.prefill_step_size if mx.default_device() == mx.gpu
+                               else _CPU_REFEED_TOKENS)
+        """The longest prompts of arrivals a moved reply feeds its last tokens again beside."""
         self.batch = self._new_batch()
         self.active: dict[int, _Active] = {}
         self.arrivals: list[Job] = []
@@ -378,9 +388,9 @@ class Scheduler:
         the first step after it cost 15-20 ms on an H200 for a 1B model, mostly one
         device sync per layer) and decodes it alone in between. Moved with as many tokens
         as its companions have prefill calls to make, fed one a call (their keys and values
-        are computed again, in rows that are padded to the companions' chunk anyway), it
-        leaves with them. Companions with a prompt longer than a chunk would make its row
-        cost a whole chunk per call, so then it moves with one token, as before.
+        are computed again, in a row padded to the companions' prompts), it leaves with them.
+        Beside longer prompts (``_refeed_tokens``: a chunk on a GPU, a few tokens on a CPU,
+        where the padded row costs real compute) it moves with one token, as before.
         """
         single, a = self.single, self._single_active
         before = set(self.active)
@@ -391,7 +401,7 @@ class Scheduler:
         self.single, self._single_active = single, a
         companions = [c for uid, c in self.active.items() if uid not in before]
         reads = 0
-        if companions and all(c.prompt_left <= self.prefill_step_size for c in companions):
+        if companions and all(c.prompt_left <= self._refeed_tokens for c in companions):
             reads = max(c.reads for c in companions)
         self._move_single_to_batch(reads)
 
