@@ -394,7 +394,7 @@ class Scheduler:
         """
         single, a = self.single, self._single_active
         before = set(self.active)
-        # started beside the reply, not in its place: _start would move it first
+        # Out of the way while they start, or _start would move it ahead of them.
         self.single = self._single_active = None
         for job in jobs:
             self._start_waiting(job, alone=False)
@@ -465,14 +465,13 @@ class Scheduler:
         ``reads + 1`` tokens again, one per prefill call (``_move_single_with``)."""
         single, self.single = self.single, None
         a, self._single_active = self._single_active, None
-        cache, tokens, rest = single.detach(refeed=reads + 1)
+        # A reply whose prompt is not read yet feeds the rest of it, as one segment.
+        refeed = reads + 1 if single.generated else 1
+        cache, tokens, rest = single.detach(refeed=refeed)
         a.guard = _Guard()
         a.offset = len(tokens)
         a.prompt_left = len(rest)
-        # Only a reply that has decoded holds back exactly reads + 1 tokens; one whose prompt
-        # is not read yet feeds the rest of it as one segment.
-        segments = ([[t] for t in rest] if reads and single.generated and len(rest) == reads + 1
-                    else [rest])
+        segments = [[t] for t in rest] if refeed > 1 and len(rest) == refeed else [rest]
         (uid,) = self.batch.insert_segments(
             segments=[segments],
             max_tokens=[single.request.max_tokens - single.generated],
