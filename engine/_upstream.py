@@ -8,11 +8,12 @@ module is where the engine breaks and the only place to fix.
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any
 
 __all__ = ["role_mapping_prompt", "system_fingerprint", "hf_tokenizer", "infer_tool_parser",
-           "infer_thinking"]
+           "infer_thinking", "batch_generator"]
 
 
 def role_mapping_prompt(messages: list[dict], role_mapping: dict | None) -> str:
@@ -48,3 +49,82 @@ def infer_thinking(hf_tokenizer: Any) -> tuple:
     from mlx_lm.tokenizer_utils import _infer_thinking
 
     return _infer_thinking(hf_tokenizer)
+
+
+# -- mlx-lm's BatchGenerator, with fewer waits on the device -----------------------------------
+# When requests leave a batch (a prompt batch split for decoding, a reply that finishes or is
+# cancelled), mlx-lm filters each layer's ``BatchKVCache`` on its own, and each layer's filter
+# reads its gathered left padding back to the host: a new kernel queued behind the decode step
+# in flight, then waited for, once per layer (16 × ~0.25 ms after the step on an H200 for a 1B
+# model, 7-9.5 ms a split in all). Every layer's padding is already on the host side of the
+# step that made it, so it is read once, for all layers, with no new kernel.
+
+def _filter_kv_caches(caches: list, keep: list[int]) -> None:
+    """``BatchKVCache.filter(keep)`` on every layer, the same result, one wait at most."""
+    import mlx.core as mx
+    from mlx_lm.models.cache import BatchKVCache
+
+    if not all(type(c) is BatchKVCache for c in caches):
+        for c in caches:
+            c.filter(keep)
+        return
+    mx.eval([c.left_padding for c in caches])
+    for c in caches:
+        pads = c.left_padding.tolist()
+        shift = min(pads[i] for i in keep)  # mlx-lm trims the padding every row kept has
+        if keep != list(range(len(pads))):
+            if c.keys is not None:
+                c.keys, c.values = c.keys[keep], c.values[keep]
+            c.offset, c.left_padding = c.offset[keep], c.left_padding[keep]
+        if shift > 0:
+            if c.keys is not None:
+                c.keys = c.keys[..., shift:, :]
+                c.values = c.values[..., shift:, :]
+            c._idx -= shift
+            c.left_padding = c.left_padding - shift
+
+
+@functools.cache
+def _batch_generator_class():
+    from mlx_lm.generate import BatchGenerator, GenerationBatch, PromptProcessingBatch
+
+    def filter(self, keep, base):
+        caches, self.prompt_cache = self.prompt_cache, []
+        base.filter(self, keep)  # everything but the caches (an empty list to filter)
+        if keep:
+            _filter_kv_caches(caches, keep)
+            self.prompt_cache = caches
+
+    class _PromptBatch(PromptProcessingBatch):
+        def filter(self, keep):
+            filter(self, keep, PromptProcessingBatch)
+
+        def split(self, indices):
+            if len(indices) < len(self.uids):
+                return super().split(indices)
+            # All of them leave for decoding: hand over the batch as it is, not a copy of it
+            # filtered down to every row.
+            moved = copy.copy(self)
+            self.prompt_cache = []
+            self.filter([])
+            moved.filter(list(range(len(moved.uids))))
+            return moved
+
+    class _GenerationBatch(GenerationBatch):
+        def filter(self, keep):
+            filter(self, keep, GenerationBatch)
+
+    class FewerWaitsBatchGenerator(BatchGenerator):
+        def __init__(self, model, **kwargs):
+            super().__init__(model, **kwargs)
+            self._prompt_batch = _PromptBatch.empty(
+                model, self.sampler, prefill_step_size=self.prefill_step_size)
+            self._generation_batch = _GenerationBatch.empty(model, self.sampler)
+
+    return FewerWaitsBatchGenerator
+
+
+def batch_generator(model, **kwargs):
+    """mlx-lm's ``BatchGenerator(model, **kwargs)``, whose batches filter their KV caches
+    with one wait on the device rather than one per layer (``_filter_kv_caches``)."""
+    return _batch_generator_class()(model, **kwargs)

@@ -25,6 +25,7 @@ from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
 from .._config import EngineConfig
+from .._upstream import batch_generator
 from ._admission import GenerationRequest
 from .._events import Error, PrefillProgress
 from ._job import Job
@@ -217,7 +218,7 @@ class Scheduler:
         self._xtc_special = tokenizer.encode("\n") + list(tokenizer.eos_token_ids)
 
     def _new_batch(self) -> BatchGenerator:
-        return BatchGenerator(
+        return batch_generator(
             self.model,
             completion_batch_size=self.config.decode_concurrency,
             prefill_batch_size=self.config.prefill_concurrency,
