@@ -65,6 +65,41 @@ def test_a_request_waits_for_others_still_being_prepared_and_then_all_start_toge
     list(alone.events())
 
 
+def test_callers_submitting_at_once_to_an_idle_engine_start_together_not_the_first_alone(
+        tiny_engine, monkeypatch):
+    # Released together, N callers reach the engine one by one (each renders its chat holding
+    # the GIL), and the first often came before the others had run at all: it started alone on
+    # the single stream and was moved onto the batch when they came (1 round in 5 or 6 at N=4
+    # and N=8 here). The engine thread now lets the waiting callers run once before it starts a
+    # lone request, and they say they are preparing theirs.
+    from mlx_notebook.engine.request import _scheduler
+
+    alone = []
+    single_stream = _scheduler.SingleStream
+    monkeypatch.setattr(_scheduler, "SingleStream",
+                        lambda *a, **k: (alone.append(1), single_stream(*a, **k))[1])
+    for _ in range(8):
+        barrier = threading.Barrier(9)
+        endings = []
+
+        def caller(i: int) -> None:
+            barrier.wait()
+            handle = tiny_engine.submit({"messages": [
+                {"role": "user", "content": f"Tell me a long story, number {i}."}],
+                "max_tokens": 6})
+            endings.append(list(handle.events())[-1])
+
+        threads = [threading.Thread(target=caller, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        tiny_engine.clear_prompt_cache()  # on the engine thread, which then waits for news
+        barrier.wait()
+        for t in threads:
+            t.join()
+        assert endings == [Finished("length")] * 8
+    assert alone == []
+
+
 def test_a_request_alone_keeps_the_single_stream_when_only_a_wake_up_queues_behind_it(
         tiny_engine, script_body, scripts, engine_thread_held):
     # The last caller done preparing queues a wake-up after its job; that is not a second
