@@ -56,8 +56,8 @@ def infer_thinking(hf_tokenizer: Any) -> tuple:
 # cancelled), mlx-lm filters each layer's ``BatchKVCache`` on its own, and each layer's filter
 # reads its gathered left padding back to the host: a new kernel queued behind the decode step
 # in flight, then waited for, once per layer (16 × ~0.25 ms after the step on an H200 for a 1B
-# model, 7-9.5 ms a split in all). Every layer's padding is already on the host side of the
-# step that made it, so it is read once, for all layers, with no new kernel.
+# model, 7-9.5 ms a split in all). Every layer's padding was computed by an earlier step, so
+# here it is read as it is, after one wait for all layers, and the rows kept are gathered lazily.
 
 def _filter_kv_caches(caches: list, keep: list[int]) -> None:
     """``BatchKVCache.filter(keep)`` on every layer, the same result, one wait at most."""
@@ -105,8 +105,7 @@ def _batch_generator_class():
             # All of them leave for decoding: hand over the batch as it is, not a copy of it
             # filtered down to every row.
             moved = copy.copy(self)
-            self.prompt_cache = []
-            self.filter([])
+            self.filter([])  # rebinds this batch's lists; the moved one keeps them
             moved.filter(list(range(len(moved.uids))))
             return moved
 
