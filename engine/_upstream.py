@@ -69,10 +69,11 @@ def _filter_kv_caches(caches: list, keep: list[int]) -> None:
             c.filter(keep)
         return
     mx.eval([c.left_padding for c in caches])
+    every_row = keep == list(range(len(caches[0].offset)))
     for c in caches:
         pads = c.left_padding.tolist()
         shift = min(pads[i] for i in keep)  # mlx-lm trims the padding every row kept has
-        if keep != list(range(len(pads))):
+        if not every_row:
             if c.keys is not None:
                 c.keys, c.values = c.keys[keep], c.values[keep]
             c.offset, c.left_padding = c.offset[keep], c.left_padding[keep]

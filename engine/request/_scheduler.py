@@ -349,22 +349,27 @@ class Scheduler:
             self._start(job, alone=False)
             return
         if self.draft_model is None and (not self.idle or self.others_preparing()):
-            # joins a running batch, or waits for the requests being prepared to start with it.
-            # Timed from when each was queued: the engine thread sees them only after the step
-            # it was in, and the gap that says a burst is over has passed by then or not.
-            first, last = self._arrival_times if self.arrivals else (job.queued, job.queued)
-            self._arrival_times = (min(first, job.queued), max(last, job.queued))
-            self.arrivals.append(job)
+            # joins a running batch, or waits for the requests being prepared to start with it
+            self._hold(job)
             return
         if self.draft_model is None and not self.jobs_waiting():
             # perhaps the first of a burst: the others may not have run yet (_BURST_YIELD_S)
             time.sleep(_BURST_YIELD_S)
             if self.others_preparing():
-                self._arrival_times = (job.queued, job.queued)
-                self.arrivals.append(job)
+                self._hold(job)
                 return
         # Asked after the preparing check: a caller queues its job before it stops preparing.
         self._start(job, alone=not self.jobs_waiting())
+
+    def _hold(self, job: Job) -> None:
+        """Hold ``job`` among the arrivals that join the batch together (``_arrivals_due``).
+
+        Timed from when each was queued: the engine thread sees them only after the step it
+        was in, and the gap that says a burst is over has passed by then or not.
+        """
+        first, last = self._arrival_times if self.arrivals else (job.queued, job.queued)
+        self._arrival_times = (min(first, job.queued), max(last, job.queued))
+        self.arrivals.append(job)
 
     def _admit_arrivals(self) -> None:
         if any(a.prompt_left is not None and a.prompt_left <= self.prefill_step_size
@@ -401,7 +406,8 @@ class Scheduler:
         Moved with one token to feed, a reply leaves a prefill batch for decoding before the
         others have read their prompts: mlx-lm then splits the batch twice (each split and
         the first step after it cost 15-20 ms on an H200 for a 1B model, mostly one
-        device sync per layer) and decodes it alone in between. Moved with as many tokens
+        device sync per layer before ``batch_generator`` made it one) and decodes it alone in
+        between. Moved with as many tokens
         as its companions have prefill calls to make, fed one a call (their keys and values
         are computed again, in a row padded to the companions' prompts), it leaves with them.
         Beside longer prompts (``_refeed_tokens``: a chunk on a GPU, a few tokens on a CPU,
