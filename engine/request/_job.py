@@ -63,6 +63,9 @@ class Outbox:
         self._waiting = False
         """Whether the reader waits on ``_ready`` (a notify without a waiter costs the engine
         thread a Python-level call per event for nothing)."""
+        self._taken = threading.Event()
+        """Clear from a ``put`` that woke the reader until the reader has taken the events."""
+        self._taken.set()
 
     def put(self, event) -> None:
         if type(event) is Finished or type(event) is Error:
@@ -80,7 +83,18 @@ class Outbox:
             if not self._text_seen and type(event) in TEXT_EVENTS:
                 self._text_seen = True
             if self._waiting and (self._urgent or self._paced_since is None):
+                self._taken.clear()
                 self._ready.notify()
+
+    def hand_over(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for a reader that ``put`` woke to take its events.
+
+        A woken reader still needs the GIL, and the engine thread's next Python work (building
+        a forward pass, filing the prompt in the cache) keeps it for up to the interpreter's
+        switch interval (5 ms); waiting here lets the reader in at once. Returns at once when
+        ``put`` woke no one.
+        """
+        self._taken.wait(timeout)
 
     def empty(self) -> bool:
         """Whether no event waits to be read (handed to ``deliver``: always)."""
@@ -105,7 +119,8 @@ class Outbox:
             self._events.clear()
             self._urgent = False
             self._paced_since = time.perf_counter() if events else None
-            return events
+        self._taken.set()
+        return events
 
     def _wait(self, timeout: float) -> None:
         """Wait on ``_ready`` (held) up to ``timeout`` s, marked as waiting for ``put``."""

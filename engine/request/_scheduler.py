@@ -80,11 +80,14 @@ _PREPARING_MAX_WAIT_S = 0.05
 # row all but free; on a CPU it costs its tokens: SmolLM2 float32 reads ~200 tok/s and takes
 # ~55 ms a step here, so the row pays for itself up to about 20 tokens.
 _CPU_REFEED_TOKENS = 16
-# After a request's first token, the single stream's decode loop frees the prefill's buffers
-# (mx.clear_cache, as mlx-lm's generate_step does) holding the GIL: 12 ms for SmolLM2 on a
-# CPU, during which the reader woken by the token cannot run. Sleeping this long first lets it
-# take the token.
-_FIRST_TOKEN_HANDOFF_S = 0.0005
+# What the engine thread does after a lone request's token holds the GIL: the decode loop
+# frees the prefill's buffers after the first (mx.clear_cache, as mlx-lm's generate_step does;
+# 12 ms for SmolLM2 on a CPU), and a reply that ends there is filed in the prompt cache (a
+# trie node per token). A reader woken by the token's text then waited for the interpreter's
+# switch interval: a one-token reply's text reached its reader 2.4-4.4 ms after it was ready
+# (SmolLM2, this CPU), which is the first-token time of a prefill benchmark. The engine thread
+# waits up to this long for a woken reader to take its events first (~0.03 ms when it does).
+_HAND_OVER_S = 0.002
 # Callers released at once reach the engine one by one, each rendering its chat holding the
 # GIL, and the first used to come before the others had run at all: it started alone and was
 # moved onto the batch when they came (1 burst in 5-10 at N=4 and N=8, on this CPU and on the
@@ -521,8 +524,7 @@ class Scheduler:
                     if a.reply.on_token(token, logprobs, reason,
                                         from_draft=single.last_from_draft) and reason is None:
                         reason = "stop"
-                    if single.generated == 1 and reason is None:
-                        time.sleep(_FIRST_TOKEN_HANDOFF_S)
+                    a.job.out.hand_over(_HAND_OVER_S)
             if reason is None:
                 return
             single.close()

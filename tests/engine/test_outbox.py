@@ -1,6 +1,7 @@
 """A request's events reach its reader paced: the first after a quiet spell and the last at
 once, the ones in between gathered a pace at a time, none lost or reordered, even when a
-reader drops its ``events()`` iterator half-way."""
+reader drops its ``events()`` iterator half-way; and the engine thread lets a reader it woke
+take its events before it goes on holding the GIL."""
 
 from __future__ import annotations
 
@@ -64,6 +65,62 @@ def test_take_with_no_timeout_returns_what_came_without_waiting():
     t0 = time.perf_counter()
     assert out.take(0) == [ContentDelta("b")] and time.perf_counter() - t0 < 10
     assert out.empty() and out.take(0) == []
+
+
+def test_hand_over_waits_for_the_woken_reader_to_take_its_events():
+    out = Outbox(lambda: None, pace=30.0)
+    got = []
+    reader = threading.Thread(target=lambda: got.extend(out.take(30.0)))
+    reader.start()
+    while not out._waiting:
+        time.sleep(0.001)
+    out.put(ContentDelta("Paris"))
+    out.hand_over(30.0)
+    assert out.empty()  # taken before hand_over returned
+    reader.join()
+    assert got == [ContentDelta("Paris")]
+
+
+def test_hand_over_returns_at_once_when_no_reader_was_woken():
+    out = Outbox(lambda: None, pace=30.0)
+    out.put(ContentDelta("a"))  # nobody waits: it stays queued
+    t0 = time.perf_counter()
+    out.hand_over(30.0)
+    assert time.perf_counter() - t0 < 10 and not out.empty()
+    delivered = []
+    out = Outbox(lambda: None, deliver=delivered.append)
+    out.put(ContentDelta("b"))
+    t0 = time.perf_counter()
+    out.hand_over(30.0)
+    assert time.perf_counter() - t0 < 10 and delivered == [ContentDelta("b")]
+
+
+@pytest.mark.model
+def test_a_one_token_replys_text_is_read_before_the_engine_goes_on(
+        smollm2_engine, monkeypatch, engine_thread_held):
+    # After such a reply's only token the engine closes its decode loop (building the step
+    # that files the token in the cache) and files the prompt, holding the GIL: the woken
+    # reader used to get its text 2-4 ms late, which is a prefill benchmark's first token.
+    from mlx_notebook.engine.request import _scheduler
+    from mlx_notebook.engine.request._single_stream import SingleStream
+
+    monkeypatch.setattr(_scheduler, "_HAND_OVER_S", 30.0)  # the order, not the timing
+    seen = []
+    close = SingleStream.close
+
+    def recording_close(self):
+        seen.append(handle._job.out.empty())
+        return close(self)
+
+    monkeypatch.setattr(SingleStream, "close", recording_close)
+    smollm2_engine.clear_prompt_cache()
+    with engine_thread_held(smollm2_engine):  # so that ``handle`` is there before the close
+        handle = smollm2_engine.submit({"prompt": "The capital of France is", "max_tokens": 1},
+                                       kind="completion")
+    events = list(handle.events())
+    assert any(isinstance(e, ContentDelta) and e.text.strip() for e in events)
+    assert events[-1] == Finished("length")
+    assert seen == [True]  # the reader held the text when the engine went on
 
 
 @pytest.mark.model
