@@ -58,11 +58,31 @@ def _parse(func: Any, line: str, magic: str):
     ``Be terse.``, not ``"Be terse."``.
     """
     try:
-        return func.parser.parse_args(shlex.split(line))
+        return func.parser.parse_args(_secrets_as_values(func.parser, shlex.split(line)))
     except UsageError as exc:
         raise UsageError(f"{magic}: {exc}; see {magic}? for the options.") from None
     except ValueError as exc:  # unbalanced quotes from the line splitter
         raise UsageError(f"{magic}: cannot split the options ({exc}); check the quotes.") from None
+
+
+_SECRET_OPTIONS = ("--api-key", "--token")
+"""Options whose value is a key or token, which may begin with '-' (``token_urlsafe`` draws
+it one time in 64): argparse would take such a value for an option and say the key is missing."""
+
+
+def _secrets_as_values(parser: Any, words: list[str]) -> list[str]:
+    """``--api-key -abc`` as ``--api-key=-abc``, unless ``-abc`` is one of the magic's options."""
+    out, i = [], 0
+    while i < len(words):
+        word = words[i]
+        if (word in _SECRET_OPTIONS and i + 1 < len(words) and words[i + 1].startswith("-")
+                and words[i + 1].split("=")[0] not in parser._option_string_actions):
+            out.append(f"{word}={words[i + 1]}")
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out
 
 
 DEFAULT_ENGINE = "default"

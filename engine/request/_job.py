@@ -105,22 +105,24 @@ class Outbox:
 
         ``timeout=0`` returns what has come without waiting at all, not even the pace.
         """
-        with self._ready:
-            if self._paced_since is not None and timeout > 0:
-                # Wait out the pace unless an urgent event comes; then take whatever came.
-                remaining = self._paced_since + self._pace - time.perf_counter()
-                if remaining > 0 and not self._urgent:
-                    self._wait(remaining)
-                if not self._events:  # nothing came within the pace: wait for one again
-                    self._paced_since = None
-            if not self._events and timeout > 0:
-                self._wait(timeout)
-            events = list(self._events)
-            self._events.clear()
-            self._urgent = False
-            self._paced_since = time.perf_counter() if events else None
-        self._taken.set()
-        return events
+        try:
+            with self._ready:
+                if self._paced_since is not None and timeout > 0:
+                    # Wait out the pace unless an urgent event comes; then take whatever came.
+                    remaining = self._paced_since + self._pace - time.perf_counter()
+                    if remaining > 0 and not self._urgent:
+                        self._wait(remaining)
+                    if not self._events:  # nothing came within the pace: wait for one again
+                        self._paced_since = None
+                if not self._events and timeout > 0:
+                    self._wait(timeout)
+                events = list(self._events)
+                self._events.clear()
+                self._urgent = False
+                self._paced_since = time.perf_counter() if events else None
+                return events
+        finally:  # even when interrupted waiting (a notebook's KeyboardInterrupt)
+            self._taken.set()
 
     def _wait(self, timeout: float) -> None:
         """Wait on ``_ready`` (held) up to ``timeout`` s, marked as waiting for ``put``."""

@@ -59,7 +59,7 @@ class Listener:
         self.host = host
         self.port = port
         self.token_generated = token is None
-        self.token = secrets.token_urlsafe(24) if token is None else token
+        self.token = _new_token() if token is None else token
         self.max_body_bytes = max_body_bytes
         self.created = int(time.time())
         self._served: dict[str, tuple[ServedRequest, Any]] = {}  # id -> (record, handle)
@@ -163,6 +163,15 @@ def _log_request(handler) -> None:
     request = handler.request
     _log.debug("%d %s %s (%s) %.1f ms", handler.get_status(), request.method, request.uri,
                request.remote_ip, 1000 * request.request_time())
+
+
+def _new_token() -> str:
+    """A bearer token that does not begin with '-': pasted after ``--api-key`` or ``--token``
+    on a command line, such a token reads as an option (``token_urlsafe`` draws one in 64)."""
+    while True:
+        token = secrets.token_urlsafe(24)
+        if not token.startswith("-"):
+            return token
 
 
 def _is_loopback(host: str) -> bool:

@@ -143,6 +143,16 @@ def test_a_wrong_or_missing_token_is_a_401_error_object(tiny_listener, token):
         openai.OpenAI(base_url=tiny_listener.url, api_key="wrong", max_retries=0).models.list()
 
 
+def test_a_generated_token_never_begins_with_a_dash(monkeypatch):
+    # Pasted after --api-key or --token, such a token reads as an option.
+    from mlx_notebook.engine.serving import _listener
+
+    drawn = iter(["-dash", "-again", "Kq-8_fine"])
+    monkeypatch.setattr(_listener.secrets, "token_urlsafe", lambda n: next(drawn))
+    listener = Listener(None, port=0)
+    assert listener.token == "Kq-8_fine" and listener.token_generated
+
+
 def test_bad_json_and_unknown_paths_answer_with_error_objects(tiny_listener):
     auth = {"Authorization": f"Bearer {tiny_listener.token}"}
     bad = httpx.post(f"{tiny_listener.url}/chat/completions", headers=auth, content=b"{nope")

@@ -148,6 +148,19 @@ def test_a_wrong_key_and_an_unknown_model_are_one_sentence_each(shell, tiny_list
         f"{tiny_engine.model_info.name}.")
 
 
+def test_a_key_that_begins_with_a_dash_is_a_key(shell, tiny_listener):
+    # token_urlsafe draws such a key one time in 64: argparse took it for an option.
+    url = tiny_listener.url
+    for line in (f"--api-key -Wx3_{tiny_listener.token}", f"--api-key=-Wx3_{tiny_listener.token}"):
+        assert _error(shell, f"%load_model --remote {url} {line}") == (
+            f"%load_model: the server at {url} refused the API key (HTTP 401); pass the right "
+            "one with --api-key.")
+    # A key left out before the next option is still said to be missing.
+    assert _error(shell, f"%load_model --remote {url} --api-key --model gpt-4") == (
+        "%load_model: argument --api-key: expected one argument; see %load_model? for the "
+        "options.")
+
+
 def test_what_needs_a_local_model_says_so(shell, tiny_listener):
     _run(shell, f"%load_model --remote {tiny_listener.url} --api-key {tiny_listener.token}")
     _run(shell, "%%chat --new --session local-only --tools none\nWhat is 17 + 25?")
