@@ -12,7 +12,6 @@ Lookups and inserts run on the engine thread; ``describe`` (for ``Engine.inspect
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 from collections import deque
@@ -21,6 +20,8 @@ from typing import Any
 
 import numpy as np
 from mlx_lm.models.cache import LRUPromptCache, can_trim_prompt_cache, trim_prompt_cache
+
+from .._upstream import copy_prompt_cache
 
 __all__ = ["CacheLookup", "CacheEntry", "CacheInfo", "PromptCache"]
 
@@ -228,7 +229,7 @@ class PromptCache:
                     else:
                         cached = 0
                 if cached:
-                    cache = copy.deepcopy(plan.source.entry.prompt_cache)
+                    cache = copy_prompt_cache(plan.source.entry.prompt_cache)
                     if trim:
                         trim_prompt_cache(cache, trim)
             reason, at = self._explain(prompt, cached, plan, template_args)

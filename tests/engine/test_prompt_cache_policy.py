@@ -4,8 +4,13 @@ policy), although it finds the entry by comparing arrays instead of walking the 
 from __future__ import annotations
 
 import mlx.core as mx
+import pytest
 from hypothesis import given, settings, strategies as st
-from mlx_lm.models.cache import KVCache, LRUPromptCache, RotatingKVCache, can_trim_prompt_cache
+from mlx.utils import tree_flatten
+from mlx_lm.models.cache import (
+    ArraysCache, CacheList, ChunkedKVCache, KVCache, LRUPromptCache, QuantizedKVCache,
+    RotatingKVCache, can_trim_prompt_cache,
+)
 
 from mlx_notebook.engine.request._prompt_cache import PromptCache
 
@@ -57,3 +62,46 @@ def test_a_prefix_of_a_new_entry_is_superseded_but_an_entry_too_big_for_the_budg
     assert cache.info().entries == 0
     assert cache.describe(big + [1, 1]).miss_reason.startswith(
         "An entry sharing 300 tokens with this prompt was evicted")
+
+
+def _filled(kind: str):
+    """One layer's cache of ``kind`` holding 5 tokens of random keys and values."""
+    keys, values = mx.random.normal((2, 1, 5, 64)), mx.random.normal((2, 1, 5, 64))
+    if kind == "arrays":
+        c = ArraysCache(2)
+        c[0], c[1] = keys, values
+        return c
+    if kind == "list":
+        return CacheList(_filled("kv"), _filled("arrays"))
+    c = {"kv": KVCache, "quantized": lambda: QuantizedKVCache(group_size=32, bits=4),
+         "rotating": lambda: RotatingKVCache(max_size=6, keep=1),
+         "chunked": lambda: ChunkedKVCache(chunk_size=8)}[kind]()
+    c.update_and_fetch(keys, values)
+    return c
+
+
+def _state(cache) -> list:
+    """Every array and number the cache holds, evaluated, to compare by value."""
+    arrays = [a for c in cache for _, a in tree_flatten(c.state)]
+    mx.eval([a for a in arrays if isinstance(a, mx.array)])
+    return [a.tolist() if isinstance(a, mx.array) else a for a in arrays]
+
+
+@pytest.mark.parametrize("kind", ["kv", "quantized", "rotating", "chunked", "arrays", "list"])
+def test_a_fetched_copy_is_private_whatever_the_cache_type(kind):
+    prompt = PromptCache(max_bytes=1 << 30)
+    stored = [_filled(kind), _filled(kind)]
+    before = _state(stored)
+    prompt.insert([1, 2, 3, 4, 5], stored)
+    copy_a, cached, _ = prompt.fetch([1, 2, 3, 4, 5, 6, 7])
+    assert cached == 5 and _state(copy_a) == before
+    for c in copy_a:  # decode into the copy: two more tokens, rewritten state
+        if kind in ("arrays", "list"):
+            inner = c.caches[1] if kind == "list" else c
+            inner[0] = inner[0] * 0 + 7
+        if kind != "arrays":
+            layer = c.caches[0] if kind == "list" else c
+            layer.update_and_fetch(mx.ones((2, 1, 2, 64)), mx.ones((2, 1, 2, 64)))
+    assert _state(copy_a) != before
+    copy_b, cached, _ = prompt.fetch([1, 2, 3, 4, 5, 6, 7])
+    assert cached == 5 and _state(copy_b) == before and _state(stored) == before
