@@ -5,6 +5,9 @@ Field names, ``finish_reason`` values, tool-call objects and usage (with
 from the OpenAI API we follow OpenAI: logprobs objects (``token``/``logprob``/``bytes``/
 ``top_logprobs`` for chat, the legacy ``tokens``/``token_logprobs`` lists for completions)
 and the ``object`` of the final usage chunk (``chat.completion.chunk``/``text_completion``).
+Markup that did not parse (a ``ParseProblem``: a tool call cut off by ``max_tokens``, a call
+whose JSON is broken) reaches the client as content, its raw text as the model wrote it; the
+server drops a call it cannot parse, so its text is lost.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from .. import _upstream
 from ._admission import GenerationRequest
 from .._errors import EngineRequestError
 from .._events import (
-    ContentDelta, Error, Finished, ReasoningDelta, TokenLogprobs, ToolCall, Usage,
+    ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, TokenLogprobs, ToolCall, Usage,
 )
 
 __all__ = [
@@ -55,7 +58,7 @@ def collect(events: Iterable) -> Collected:
     content, reasoning = [], []
     for e in events:
         t = type(e)
-        if t is ContentDelta:
+        if t is ContentDelta or t is ParseProblem:
             content.append(e.text)
         elif t is ReasoningDelta:
             reasoning.append(e.text)
@@ -179,7 +182,7 @@ class ChatChunks:
 
     def feed(self, e) -> list[dict]:
         t = type(e)
-        if t is ContentDelta:
+        if t is ContentDelta or t is ParseProblem:
             return [self._chunk({"content": e.text})]
         if t is ReasoningDelta:
             return [self._chunk({self.request.reasoning_field: e.text})]

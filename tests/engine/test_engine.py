@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mlx_notebook.engine import (
-    Engine, EngineRequestError, Finished, PrefillProgress, ReasoningDelta, Started,
+    Engine, EngineRequestError, Finished, ParseProblem, PrefillProgress, ReasoningDelta, Started,
     TokenLogprobs, ToolCall, Usage,
 )
 
@@ -107,6 +107,22 @@ def test_events_tell_the_whole_story(tiny_engine, script_body):
     assert finished.reason == "tool_calls"
     assert usage.time_to_first_token > 0 and usage.decode_tokens_per_second > 0
     assert usage.peak_memory > 0
+
+
+def test_a_tool_call_cut_off_by_max_tokens_is_kept_as_content(tiny_engine, script_body):
+    whole = tiny_engine.chat_completions(script_body("single_tool_call"))
+    assert whole["choices"][0]["finish_reason"] == "tool_calls"
+    # Cut a few tokens before the end: inside the call, before its closing tag.
+    body = script_body("single_tool_call", max_tokens=whole["usage"]["completion_tokens"] - 4)
+    problems = [e for e in tiny_engine.submit(body).events() if isinstance(e, ParseProblem)]
+    (problem,) = problems
+    assert problem.text.startswith('<tool_call>\n{"name": "get_weather"')
+    choice = tiny_engine.chat_completions(body)["choices"][0]
+    assert choice["finish_reason"] == "length" and "tool_calls" not in choice["message"]
+    assert choice["message"]["content"].endswith(problem.text)
+    chunks = list(tiny_engine.chat_completions({**body, "stream": True}))
+    streamed = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert streamed == choice["message"]["content"]
 
 
 def test_logprobs_follow_openai_shape(tiny_engine, script_body):

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from mlx_notebook.engine import (
-    ContentDelta, EngineConfig, EngineRequestError, Error, Finished, ReasoningDelta,
-    TokenLogprobs, ToolCall, Usage,
+    ContentDelta, EngineConfig, EngineRequestError, Error, Finished, ParseProblem,
+    ReasoningDelta, TokenLogprobs, ToolCall, Usage,
 )
 from mlx_notebook.engine.request._admission import admit
 from mlx_notebook.engine.request._reply_stream import _StopGuard
@@ -63,6 +63,17 @@ def test_chat_chunks_stream_each_delta_then_the_finish_and_usage():
     assert deltas[2]["tool_calls"][0]["index"] == 0
     assert [c["choices"][0]["finish_reason"] for c in chunks[:-1]] == [None, None, None, "tool_calls"]
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] == 11
+
+
+def test_markup_that_did_not_parse_reaches_the_client_as_content():
+    cut = '<tool_call>{"name": "get_weather", "arg'
+    events = [ContentDelta("Let me check. "), ParseProblem(cut, "tool call cut off"), USAGE,
+              Finished("length")]
+    message = built(chat_completion, events, chat())["choices"][0]["message"]
+    assert message == {"role": "assistant", "content": "Let me check. " + cut}
+    chunks = list(built(chat_chunks, events, chat(stream=True)))
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "Let me check. " + cut
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
 
 
 def test_logprobs_ride_with_the_chunk_of_their_token():
