@@ -256,24 +256,13 @@ class Engine:
 
         ``prompt`` may be a list of strings, as OpenAI takes it: one choice per prompt.
         """
-        prompts = body.get("prompt") if isinstance(body, Mapping) else None
-        if isinstance(prompts, list) and len(prompts) > 1 and all(
-                isinstance(p, str) for p in prompts):
+        prompts = several_prompts(body)
+        if prompts is not None:
             return self._completions_for_each(body, prompts)
         return self._respond(body, "completion")
 
     def _completions_for_each(self, body, prompts: list[str]):
-        if len(prompts) > _MAX_PROMPTS:
-            raise EngineRequestError(f"'prompt' may list at most {_MAX_PROMPTS} prompts, got "
-                                     f"{len(prompts)}; send several requests.", param="prompt")
-        handles: list[RequestHandle] = []
-        try:  # all admitted before any is served: a bad one refuses the whole request
-            for prompt in prompts:
-                handles.append(self.submit({**body, "prompt": prompt}, kind="completion"))
-        except BaseException:
-            for handle in handles:
-                handle.cancel()
-            raise
+        handles = submit_each(self, body, prompts)
         request, created = handles[0].request, int(time.time())
         build = (responses.completion_list_chunks if request.stream
                  else responses.text_completion_list)
@@ -324,6 +313,31 @@ def _settle_mlx_on_this_thread() -> None:
     a = mx.ones((512, 512))
     mx.eval(a @ a)
     mx.synchronize()
+
+
+def several_prompts(body) -> list[str] | None:
+    """The prompts of a completions body whose ``prompt`` lists several strings, else None."""
+    prompts = body.get("prompt") if isinstance(body, Mapping) else None
+    if isinstance(prompts, list) and len(prompts) > 1 and all(isinstance(p, str) for p in prompts):
+        return prompts
+    return None
+
+
+def submit_each(engine: Engine, body, prompts: list[str]) -> list[RequestHandle]:
+    """One completion request per prompt of ``body``, all admitted before any is served: a
+    bad one refuses the whole request (those already queued are cancelled)."""
+    if len(prompts) > _MAX_PROMPTS:
+        raise EngineRequestError(f"'prompt' may list at most {_MAX_PROMPTS} prompts, got "
+                                 f"{len(prompts)}; send several requests.", param="prompt")
+    handles: list[RequestHandle] = []
+    try:
+        for prompt in prompts:
+            handles.append(engine.submit({**body, "prompt": prompt}, kind="completion"))
+    except BaseException:
+        for handle in handles:
+            handle.cancel()
+        raise
+    return handles
 
 
 def _cancel_when_abandoned(chunks: Iterator[dict], *handles: RequestHandle) -> Iterator[dict]:

@@ -18,6 +18,13 @@ DEMO_PROMPT = "What is the capital of France? Answer in one sentence."
 _DTYPE_HELP = ("auto (default): float32 for a small model on a CPU, where BLAS makes it fast, "
                "else the model's own; keep: the file's quantization; float32 or bfloat16: dequantize")
 
+_ORIGINS_HELP = ("comma-separated web origins whose pages may call the API from a browser "
+                 "(CORS), e.g. http://localhost:3000, or * for any (default: none)")
+
+
+def _origins(text: str) -> tuple[str, ...]:
+    return tuple(o.strip() for o in text.split(",") if o.strip())
+
 
 def _fetch(args: argparse.Namespace) -> None:
     path = resolve_model(args.spec, dtype=args.dtype, progress=not args.quiet)
@@ -87,7 +94,8 @@ def _serve(args: argparse.Namespace) -> None:
         print(note, file=sys.stderr)
     with Engine(args.spec, dtype=args.dtype, progress=not args.quiet) as engine:
         # Checked before printing anything: a non-loopback host needs a token.
-        listener = Listener(engine, host=args.host, port=args.port, token=args.token)
+        listener = Listener(engine, host=args.host, port=args.port, token=args.token,
+                            allowed_origins=args.allowed_origins)
         with listener:
             print(f"Serving {engine.model_info.name} at {listener.url}")
             if listener.token_generated:
@@ -141,6 +149,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--token", default=None,
                        help="the bearer token clients must send (default: a new one, printed); "
                             "'' serves without one, on a loopback host only")
+    serve.add_argument("--allowed-origins", type=_origins, default=(), metavar="ORIGINS",
+                       help=_ORIGINS_HELP)
     serve.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
     serve.set_defaults(run=_serve)
     return parser

@@ -396,6 +396,9 @@ class MlxMagics(Magics):
     @argument("--token", default=None, metavar="T",
               help="The bearer token clients must send (default: a new one, shown once); '' "
                    "serves without one, on a loopback host only.")
+    @argument("--allowed-origins", default="", metavar="O",
+              help="Comma-separated web origins whose pages may call the API from a browser "
+                   "(CORS), e.g. http://localhost:3000, or * for any (default: none).")
     @argument("--stop", action="store_true", help="Stop serving.")
     def _serve(self, line: str):
         """Serve the loaded model over an OpenAI-compatible HTTP API while the notebook keeps working.
@@ -419,8 +422,8 @@ class MlxMagics(Magics):
         from mlx_notebook.engine import Listener
 
         with as_usage_errors("%mlx serve"):
-            self.listener = Listener(engine, host=args.host, port=args.port,
-                                     token=args.token).start()
+            self.listener = Listener(engine, host=args.host, port=args.port, token=args.token,
+                                     allowed_origins=args.allowed_origins.split(",")).start()
         display(reports.serving(self.listener, reports.model_name(engine)))
         return self.listener
 

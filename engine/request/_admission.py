@@ -545,7 +545,8 @@ def _model(body, accepted_models) -> str:
     if not isinstance(model, str):
         _fail("'model' must be a string.", "model")
     if accepted_models is not None and model not in accepted_models and model != "default_model":
-        known = sorted(m for m in accepted_models if m)[:1]
+        # Suggest the name /v1/models lists, not the directory it was loaded from.
+        known = sorted((m for m in accepted_models if m), key=lambda m: ("/" in m, len(m), m))[:1]
         _fail(
             f"The model '{model}' is not loaded in this engine; use {known[0]!r} or omit 'model'."
             if known else f"The model '{model}' is not loaded in this engine.",

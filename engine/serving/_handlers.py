@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from tornado.web import RequestHandler, stream_request_body
 
+from .._engine import several_prompts, submit_each
 from .._errors import EngineDeadError, EngineError, EngineRequestError
 from .._events import Error, Finished, TokenLogprobs
 from ..request import _responses as responses
@@ -134,8 +135,24 @@ class _Base(RequestHandler):
     def initialize(self, listener: Any) -> None:
         self.listener = listener
 
-    def set_default_headers(self) -> None:
+    def set_default_headers(self) -> None:  # also for error responses (``clear`` calls it)
         self.set_header("Content-Type", "application/json")
+        origin = self.request.headers.get("Origin")
+        allowed = self.application.settings.get("allowed_origins", ())
+        if origin and allowed:
+            if "*" in allowed:
+                self.set_header("Access-Control-Allow-Origin", "*")
+            elif origin in allowed:
+                self.set_header("Access-Control-Allow-Origin", origin)
+                self.set_header("Vary", "Origin")
+            self.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+            self.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type")
+
+    def options(self, *args: Any) -> None:
+        """A browser's CORS preflight: 204, with the allow headers when its origin is allowed
+        (``Listener(allowed_origins=...)``); a preflight carries no token, so none is asked."""
+        self.set_status(204)
+        self.finish()
 
     def fail(self, status: int, message: str, *, type: str = "invalid_request_error",
              param: str | None = None, code: str | None = None):
@@ -187,17 +204,26 @@ class HealthHandler(_Base):
 
 
 class ModelsHandler(_Base):
-    """``GET /v1/models``: the one loaded model, as ``mlx_lm.server`` lists models."""
+    """``GET /v1/models``: the one loaded model, as ``mlx_lm.server`` lists models;
+    ``GET /v1/models/{id}``: that model's object, as OpenAI answers it (the server answers
+    with the list filtered to it), or 404 when the engine serves another."""
 
-    def get(self, _filter: str | None = None) -> None:
+    def get(self, model_id: str | None = None) -> None:
         if not self.authorized():
             return
         engine = self.listener.engine
-        data = []
+        model = None
         if engine is not None and engine.healthy:
-            data.append({"id": engine.model_info.name, "object": "model",
-                         "created": self.listener.created})
-        self.finish({"object": "list", "data": data})
+            model = {"id": engine.model_info.name, "object": "model",
+                     "created": self.listener.created, "owned_by": "mlx-notebook"}
+        if not model_id:
+            self.finish({"object": "list", "data": [model] if model else []})
+        elif model is not None and model_id in (model["id"], engine.model_info.path):
+            self.finish(model)
+        else:
+            served = f"; this listener serves {model['id']!r}" if model else ""
+            self.fail(404, f"The model {model_id!r} is not loaded{served}.", param="model",
+                      code="model_not_found")
 
 
 class NotFoundHandler(_Base):
@@ -214,6 +240,8 @@ class CompletionsHandler(_Base):
         super().initialize(listener)
         self.kind = kind
         self.handle: RequestHandle | None = None
+        self.several: list[RequestHandle] = []
+        """A completion over a list of prompts: one request each (``_serve_several``)."""
         self.ended: asyncio.Future | None = None
         """Done when the last event was written (or the client went away)."""
         self.early: list | None = []
@@ -230,6 +258,8 @@ class CompletionsHandler(_Base):
 
     async def prepare(self) -> None:
         # Runs after the headers, before the body is read: refuse early, read nothing more.
+        if self.request.method == "OPTIONS":
+            return
         if not self.authorized():
             return
         limit = self.listener.max_body_bytes
@@ -257,14 +287,19 @@ class CompletionsHandler(_Base):
     async def post(self) -> None:
         try:
             body = json.loads(b"".join(self.parts) or b"null")
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            self.fail(400, f"The request body is not valid JSON ({exc}); send a JSON object.")
+        except (ValueError, RecursionError) as exc:  # bad bytes or syntax, a 5,000-digit number
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            self.fail(400, f"The request body is not valid JSON ({reason}); send a JSON object.")
             return
         if not isinstance(body, dict):
             self.fail(400, "The request body must be a JSON object.")
             return
         engine = self.engine()
         if engine is None:
+            return
+        prompts = several_prompts(body) if self.kind == "completion" else None
+        if prompts is not None:
+            await self._serve_several(engine, body, prompts)
             return
         loop = asyncio.get_running_loop()
         self.ended = loop.create_future()
@@ -287,6 +322,57 @@ class CompletionsHandler(_Base):
             self.listener.untrack(record)
             if not self.ended.done() or self.gone:
                 handle.cancel()
+
+    async def _serve_several(self, engine: Any, body: dict, prompts: list[str]) -> None:
+        """A legacy completion over a list of prompts: one request each, as ``Engine.completions``
+        serves it, read through the engine's own list builders (choice ``i`` answers prompt
+        ``i``) on executor threads. Rare enough that a thread hop per chunk is no cost."""
+        loop = asyncio.get_running_loop()
+        try:
+            handles = await loop.run_in_executor(None, submit_each, engine, body, prompts)
+        except Exception as exc:
+            self._fail_with(_engine_error(exc))
+            return
+        self.several = handles
+        records = [ServedRequest(h.id, self._client(), self.request.path, h.request.stream,
+                                 time.time()) for h in handles]
+        for record, handle in zip(records, handles):
+            self.listener.track(record, handle)
+        request = handles[0].request
+        streams = [h.events() for h in handles]
+        ids = {"request": request, "request_id": handles[0].id, "created": int(time.time())}
+        try:
+            if self.gone:
+                return
+            if not request.stream:
+                result = await loop.run_in_executor(
+                    None, functools.partial(responses.text_completion_list, streams, **ids))
+                if not self.gone:
+                    self.finish(result)
+                return
+            self.set_header("Content-Type", "text/event-stream")
+            self.set_header("Cache-Control", "no-cache")
+            self.flush().add_done_callback(self._flushed)
+            chunks, done = responses.completion_list_chunks(streams, **ids), object()
+            try:
+                while not self.gone:
+                    chunk = await loop.run_in_executor(None, next, chunks, done)
+                    if chunk is done:
+                        break
+                    self.write(_sse(chunk))
+                    self.flush().add_done_callback(self._flushed)
+            except EngineError as exc:  # an Error event: the error object, then the end
+                self.write(_sse(_error_object(exc)))
+            if not self.gone:
+                self.write(b"data: [DONE]\n\n")
+                self.finish()
+        except EngineError as exc:
+            self._fail_with(exc)
+        finally:
+            for record, handle in zip(records, handles):
+                self.listener.untrack(record)
+                if not handle.done:
+                    handle.cancel()
 
     def _client(self) -> str:
         address = getattr(self.request.connection.context, "address", None)
@@ -368,6 +454,8 @@ class CompletionsHandler(_Base):
         self.gone = True
         if self.handle is not None:
             self.handle.cancel()
+        for handle in self.several:
+            handle.cancel()
         if self.ended is not None and not self.ended.done():
             self.ended.set_result(None)
 

@@ -36,6 +36,7 @@ DEFAULT_PORT = 8080
 MAX_BODY_BYTES = 8 * 1024 * 1024
 """Largest request body accepted (413 above it)."""
 _log = logging.getLogger("mlx_notebook.engine.serving")
+_BODY_TIMEOUT_S = 120.0
 _BACKLOG = 1024
 # Connections the kernel queues before accepting: mlx_lm.server's standard-library server
 # listens with a backlog of 5 and resets clients beyond it under a burst.
@@ -49,9 +50,13 @@ class Listener:
     """
 
     def __init__(self, engine: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                 token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES):
+                 token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+                 allowed_origins: tuple[str, ...] | list[str] = ()):
         """``token=None`` generates one (``token_generated`` is then True); ``token=""``
-        serves without one, which only a loopback host allows."""
+        serves without one, which only a loopback host allows. ``allowed_origins``: the web
+        pages (``https://host:port``, or ``*`` for any) whose scripts may call the listener
+        from a browser (CORS); none by default, unlike ``mlx_lm.server``'s ``*``: a page the
+        user happens to visit must not drive the kernel's model."""
         if token == "" and not _is_loopback(host):
             raise EngineError(f"Serving on {host} without a token would let anyone on the "
                               "network use the model; give a token or serve on 127.0.0.1.")
@@ -61,6 +66,7 @@ class Listener:
         self.token_generated = token is None
         self.token = _new_token() if token is None else token
         self.max_body_bytes = max_body_bytes
+        self.allowed_origins = tuple(o.strip().rstrip("/") for o in allowed_origins if o.strip())
         self.created = int(time.time())
         self._served: dict[str, tuple[ServedRequest, Any]] = {}  # id -> (record, handle)
         self._served_lock = threading.Lock()
@@ -90,7 +96,9 @@ class Listener:
         asyncio.set_event_loop(loop)
         self._loop = loop
         self.deliveries = Deliveries(loop)
-        server = HTTPServer(self._application(), max_body_size=self.max_body_bytes)
+        # A client that stops sending its body mid-way is dropped after _BODY_TIMEOUT_S.
+        server = HTTPServer(self._application(), max_body_size=self.max_body_bytes,
+                            body_timeout=_BODY_TIMEOUT_S)
         server.add_sockets(sockets)
         loop.call_soon(ready.set)
         try:
@@ -109,7 +117,7 @@ class Listener:
             (r"/v1/models(?:/(.*))?", ModelsHandler, me),
             (r"/health", HealthHandler, me),
         ], default_handler_class=NotFoundHandler, default_handler_args=me,
-            log_function=_log_request)
+            log_function=_log_request, allowed_origins=self.allowed_origins)
 
     def stop(self) -> None:
         """Cancel what is being served, close the connections and join the thread."""

@@ -161,6 +161,74 @@ def test_bad_json_and_unknown_paths_answer_with_error_objects(tiny_listener):
     assert missing.status_code == 404 and "/v1/chat/completions" in missing.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("body, reason", [
+    (b'{"messages": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested too deeply"),
+    (b'{"max_tokens": ' + b"9" * 5000 + b"}", "digits"),
+    (b'{"a": "\xc3\x28"}', "can't decode"),
+])
+def test_a_body_json_cannot_read_is_a_400_not_a_server_error(tiny_listener, body, reason):
+    auth = {"Authorization": f"Bearer {tiny_listener.token}"}
+    r = httpx.post(f"{tiny_listener.url}/chat/completions", headers=auth, content=body)
+    assert r.status_code == 400
+    error = r.json()["error"]
+    assert error["type"] == "invalid_request_error" and reason in error["message"]
+
+
+def test_one_model_is_retrieved_by_its_id_and_another_is_a_404(tiny_listener, tiny_engine):
+    client = _client(tiny_listener)
+    name = tiny_engine.model_info.name
+    model = client.models.retrieve(name)
+    assert (model.id, model.object, model.owned_by) == (name, "model", "mlx-notebook")
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.models.retrieve("gpt-4")
+    assert caught.value.body["code"] == "model_not_found" and repr(name) in caught.value.body["message"]
+
+
+def test_the_unknown_model_error_suggests_the_name_models_lists(tiny_listener, tiny_engine):
+    r = httpx.post(f"{tiny_listener.url}/chat/completions",
+                   headers={"Authorization": f"Bearer {tiny_listener.token}"},
+                   json={"model": "gpt-4", "messages": [{"role": "user", "content": "Hi"}]})
+    assert f"use {tiny_engine.model_info.name!r}" in r.json()["error"]["message"]
+
+
+def test_a_completion_over_a_list_of_prompts_answers_each_over_http(smollm2_listener, smollm2_engine):
+    body = {"prompt": ["The capital of France is", "One, two, three,"], "max_tokens": 3,
+            "temperature": 0.0}
+    expected = [c["text"] for c in smollm2_engine.completions(body)["choices"]]
+    client = _client(smollm2_listener)
+    whole = client.completions.create(model="default_model", **body)
+    assert [c.text for c in sorted(whole.choices, key=lambda c: c.index)] == expected
+    assert whole.usage.completion_tokens == 6
+    texts = ["", ""]
+    for chunk in client.completions.create(model="default_model", stream=True, **body):
+        for choice in chunk.choices:
+            texts[choice.index] += choice.text
+    assert texts == expected
+
+
+def test_cors_is_off_unless_origins_are_allowed(tiny_engine):
+    preflight = {"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "authorization, content-type"}
+    with Listener(tiny_engine, port=0) as closed:
+        r = httpx.options(f"{closed.url}/chat/completions", headers=preflight)
+        assert r.status_code == 204 and "access-control-allow-origin" not in r.headers
+    with Listener(tiny_engine, port=0, allowed_origins=["http://localhost:3000"]) as opened:
+        r = httpx.options(f"{opened.url}/chat/completions", headers=preflight)
+        assert r.status_code == 204
+        assert r.headers["access-control-allow-origin"] == "http://localhost:3000"
+        assert "authorization" in r.headers["access-control-allow-headers"].lower()
+        # The answers themselves carry it too, errors included, so a page can read them.
+        listed = httpx.get(f"{opened.url}/models", headers={
+            "Origin": "http://localhost:3000", "Authorization": f"Bearer {opened.token}"})
+        refused = httpx.get(f"{opened.url}/models", headers={"Origin": "http://localhost:3000"})
+        other = httpx.get(f"{opened.url}/models", headers={
+            "Origin": "http://evil.example", "Authorization": f"Bearer {opened.token}"})
+        assert listed.headers["access-control-allow-origin"] == "http://localhost:3000"
+        assert refused.status_code == 401
+        assert refused.headers["access-control-allow-origin"] == "http://localhost:3000"
+        assert "access-control-allow-origin" not in other.headers
+
+
 def test_health_and_models_have_mlx_lm_server_shapes(tiny_listener, tiny_engine):
     root = tiny_listener.url.removesuffix("/v1")
     assert httpx.get(f"{root}/health").json() == {"status": "ok"}

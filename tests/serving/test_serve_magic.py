@@ -75,6 +75,22 @@ def test_mlx_serve_refuses_a_public_host_without_a_token(shell):
     assert _magics(shell).listener is None
 
 
+def test_mlx_serve_allows_the_origins_it_is_given_and_the_shell_command_too(shell):
+    _run(shell, "%mlx serve --port 0 --allowed-origins 'http://localhost:3000, https://app.example'")
+    listener = _magics(shell).listener
+    try:
+        assert listener.allowed_origins == ("http://localhost:3000", "https://app.example")
+        r = httpx.options(f"{listener.url}/chat/completions",
+                          headers={"Origin": "https://app.example"})
+        assert r.status_code == 204 and r.headers["access-control-allow-origin"] == "https://app.example"
+    finally:
+        _run(shell, "%mlx serve --stop")
+    from mlx_notebook.engine.cli import _parser
+
+    args = _parser().parse_args(["serve", "--allowed-origins", "http://a.example,*"])
+    assert args.allowed_origins == ("http://a.example", "*")
+
+
 def _error(shell, cell: str) -> str:
     with capture_output() as out:
         result = shell.run_cell(cell)
