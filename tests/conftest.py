@@ -63,7 +63,9 @@ def script_body():
 
 @pytest.fixture(scope="session")
 def tiny_engine(tiny_reasoner_path):
-    engine = Engine(str(tiny_reasoner_path), progress=False)
+    # 64-token prefill chunks, the CPU's default for a float32 model, on every device: the
+    # chunking and arrival tests count chunks (a GPU's default is 2,048, the model's context).
+    engine = Engine(str(tiny_reasoner_path), progress=False, prefill_step_size=64)
     yield engine
     engine.close()
 

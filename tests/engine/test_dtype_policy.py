@@ -13,11 +13,13 @@ import pytest
 from mlx.utils import tree_flatten
 
 from mlx_notebook.engine import Engine, EngineError
-from mlx_notebook.engine.models._dtype_policy import choose_dtype
+from mlx_notebook.engine.models._dtype_policy import accelerator, choose_dtype
 from mlx_notebook.engine.models._info import describe_weights
 from mlx_notebook.engine.models._store import resolve_model
 
 CPU = None  # what accelerator() answers on a CPU
+# The model-backed tests below load models under the CPU's policy; on a GPU, the table covers it.
+on_a_cpu_only = pytest.mark.skipif(accelerator() is not CPU, reason="the CPU's dtype policy")
 
 
 @pytest.mark.parametrize(
@@ -60,6 +62,7 @@ def _copy_with_weights(source: Path, dest: Path, convert) -> Path:
 
 
 @pytest.mark.model
+@on_a_cpu_only
 def test_a_bfloat16_directory_runs_in_float32_on_a_cpu_and_says_so(tiny_reasoner_path, tmp_path):
     bf16 = _copy_with_weights(tiny_reasoner_path, tmp_path / "bf16", lambda m: m.set_dtype(mx.bfloat16))
     with Engine(str(bf16), progress=False) as engine:
@@ -77,6 +80,7 @@ def _quantize(model):
 
 
 @pytest.mark.model
+@on_a_cpu_only
 def test_a_quantized_directory_is_kept_unless_float32_is_asked_for(tiny_reasoner_path, tmp_path):
     q4 = _copy_with_weights(tiny_reasoner_path, tmp_path / "q4", _quantize)
     with Engine(str(q4), progress=False) as engine:
