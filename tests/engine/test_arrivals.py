@@ -11,6 +11,7 @@ import time
 import pytest
 
 from mlx_notebook.engine import ContentDelta, Finished, ReasoningDelta, Started
+from mlx_notebook.engine.request._scheduler import _CPU_REFEED_TOKENS
 
 pytestmark = pytest.mark.model
 
@@ -207,6 +208,9 @@ def test_a_reply_running_alone_joins_the_batch_ahead_of_arrivals_so_prefill_batc
     # In the arrivals' prefill batch, the reply moved off the single stream would leave for
     # decoding first, and mlx-lm would refill just its slot: prefills of 7 prompts, then 1.
     calls = _prefill_calls(monkeypatch)
+    # A CPU's re-feed limit on every device (a GPU's is a whole chunk, which these prompts
+    # fit: the moved reply would ride along in their batch, 9 rows).
+    monkeypatch.setattr(tiny_engine._thread.scheduler, "_refeed_tokens", _CPU_REFEED_TOKENS)
     size = tiny_engine.config.prefill_concurrency
     tiny_engine.clear_prompt_cache()  # a prompt found whole in the cache needs no prefill
     first = tiny_engine.submit(script_body("long_story", max_tokens=200))
