@@ -81,8 +81,10 @@ class Engine:
         admit({"prompt": ""}, kind="completion", config=self.config)  # raises on bad values
         self._thread = EngineThread(self.config)
         self._closed = False
-        self._thread.start()
+        _live_threads.add(self._thread)
         try:
+            # Inside: an interrupt while the model loads must stop the thread once it has.
+            self._thread.start()
             self._model_info = self._thread.call(self._settle_dtype)
             self._limits = ModelLimits(self._thread.call(self._logits_width),
                                        self._model_info.context_length)
@@ -92,12 +94,12 @@ class Engine:
             self._text_encoder = TextEncoder(self._thread.tokenizer)
         except BaseException:
             self._thread.stop()
+            _live_threads.discard(self._thread)
             raise
         info = self._model_info
         self._accepted_models = frozenset(
             m for m in (info.name, info.path, self.config.model_spec) if m
         )
-        _live_threads.add(self._thread)
 
     def _settle_dtype(self) -> ModelInfo:
         """On the engine thread, before any request: cast the loaded model (and its draft) to

@@ -57,6 +57,13 @@ class Listener:
         pages (``https://host:port``, or ``*`` for any) whose scripts may call the listener
         from a browser (CORS); none by default, unlike ``mlx_lm.server``'s ``*``: a page the
         user happens to visit must not drive the kernel's model."""
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise EngineError(f"The port must be a number from 0 to 65535 (0 picks a free one), "
+                              f"not {port!r}.")
+        if token and not (token.isascii() and token.isprintable() and " " not in token):
+            # An HTTP header cannot carry it: no client could ever send it.
+            raise EngineError("The token must be printable ASCII without spaces, as an HTTP "
+                              "header carries it.")
         if token == "" and not _is_loopback(host):
             raise EngineError(f"Serving on {host} without a token would let anyone on the "
                               "network use the model; give a token or serve on 127.0.0.1.")

@@ -171,6 +171,33 @@ def test_interpreter_exit_with_a_live_engine_is_clean(tiny_reasoner_path, how):
     assert "terminate called" not in done.stderr
 
 
+_INTERRUPTED_LOAD_SCRIPT = textwrap.dedent("""
+    import _thread, sys, threading, time
+    from mlx_notebook.engine import Engine
+    from mlx_notebook.engine.request._engine_thread import EngineThread
+    load = EngineThread._load
+    def slow_load(self):  # a big model: the interrupt comes while it loads
+        time.sleep(0.6)
+        load(self)
+    EngineThread._load = slow_load
+    threading.Timer(0.2, _thread.interrupt_main).start()
+    try:
+        Engine(sys.argv[1], progress=False)
+    except KeyboardInterrupt:
+        print("interrupted")
+    print("engine threads left:", sum(t.name == "mlx-notebook-engine" and t.is_alive()
+                                      for t in threading.enumerate()))
+""")
+
+
+def test_an_interrupt_while_the_model_loads_stops_its_thread_and_exit_is_clean(tiny_reasoner_path):
+    done = subprocess.run([sys.executable, "-c", _INTERRUPTED_LOAD_SCRIPT, str(tiny_reasoner_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "interrupted\nengine threads left: 0" in done.stdout
+    assert "terminate called" not in done.stderr
+
+
 def test_a_request_joining_mid_reply_moves_the_first_onto_the_batch_without_a_seam(
         tiny_engine, script_body, scripts):
     first = tiny_engine.submit(script_body("long_story", max_tokens=120))

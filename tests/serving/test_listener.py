@@ -273,6 +273,18 @@ def test_a_non_loopback_host_without_a_token_is_refused(tiny_engine):
         Listener(tiny_engine, host="0.0.0.0", token="")
 
 
+@pytest.mark.parametrize("port", [-1, 65536, 70000, 10**20])
+def test_a_port_out_of_range_is_refused_in_one_sentence(tiny_engine, port):
+    with pytest.raises(EngineError, match=r"^The port must be a number from 0 to 65535"):
+        Listener(tiny_engine, port=port)
+
+
+@pytest.mark.parametrize("token", ["with space", "smile🙂", "nul\x00"])
+def test_a_token_no_http_client_could_send_is_refused(tiny_engine, token):
+    with pytest.raises(EngineError, match="printable ASCII"):
+        Listener(tiny_engine, port=0, token=token)
+
+
 def test_a_token_is_generated_unless_given(tiny_engine):
     assert Listener(tiny_engine).token_generated and len(Listener(tiny_engine).token) >= 24
     given = Listener(tiny_engine, token="s3cret")
