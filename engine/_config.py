@@ -7,6 +7,7 @@ admission and the scheduler read this one object.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -115,6 +116,16 @@ def _check(config: EngineConfig) -> None:
             "draft_model cannot be combined with max_kv_size: speculative decoding cuts "
             "rejected draft tokens back out of the KV cache, which a rotating cache cannot do."
         )
+    # Named things exist before anything loads (or a loaded model is given up for them).
+    from .models._store import check_model_spec
+
+    check_model_spec(config.model_spec)
+    if config.draft_model is not None:
+        check_model_spec(config.draft_model)
+    adapter = config.adapter_path and Path(config.adapter_path).expanduser()
+    if adapter and not (adapter / "adapter_config.json").is_file():
+        raise EngineError(f"No adapter at {config.adapter_path}: give the directory mlx_lm.lora "
+                          "wrote, with adapter_config.json and the adapter weights.")
     if config.reasoning_field not in ("reasoning", "reasoning_content"):
         raise EngineError("reasoning_field must be 'reasoning' or 'reasoning_content'.")
     if config.dtype not in DTYPES:

@@ -74,24 +74,42 @@ def resolve_model(
     """
     if dtype not in DTYPES:
         raise ModelStoreError(f"Unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}.")
-    spec = DEFAULT_MODEL if spec is None or str(spec).strip() == "" else str(spec).strip()
-    if spec == DEFAULT_MODEL:
+    kind, spec = check_model_spec(spec)
+    if kind == "default":
         gguf = fetch_default_gguf(progress=progress)
         dtype = _gguf_dtype(gguf, dtype)
         return _imported(gguf, f"{DEFAULT_MODEL}-{_dtype_tag(dtype)}", dtype, progress)
-    if spec == "tiny-reasoner":
+    if kind == "tiny-reasoner":
         return _tiny_reasoner(progress)
+    if kind == "gguf":
+        return import_gguf_file(Path(spec).expanduser(), dtype=dtype, progress=progress)
+    if kind == "dir":
+        return Path(spec).expanduser()
+    return _from_hf_cache(spec, hf_cache_dir)
+
+
+def check_model_spec(spec: str | os.PathLike | None) -> tuple[str, str]:
+    """What ``spec`` names, ``(kind, spec)`` with kind ``default``, ``tiny-reasoner``,
+    ``gguf``, ``dir`` or ``repo``, without fetching, importing or loading anything; raises
+    ``ModelStoreError`` for a spec ``resolve_model`` would refuse (checked before a loaded
+    model is given up for it)."""
+    spec = DEFAULT_MODEL if spec is None or str(spec).strip() == "" else str(spec).strip()
+    if spec == DEFAULT_MODEL:
+        return "default", spec
+    if spec == "tiny-reasoner":
+        return "tiny-reasoner", spec
     path = Path(spec).expanduser()
     if spec.lower().endswith(".gguf"):
         if not path.is_file():
             raise ModelStoreError(f"No such GGUF file: {spec}.")
-        return import_gguf_file(path, dtype=dtype, progress=progress)
+        return "gguf", spec
     if path.is_dir():
-        return _checked_mlx_dir(path)
+        _checked_mlx_dir(path)
+        return "dir", spec
     if path.exists():
         raise ModelStoreError(f"{spec} is a file, not a model: give a .gguf file or an mlx-lm model directory.")
     if _looks_like_repo_id(spec):
-        return _from_hf_cache(spec, hf_cache_dir)
+        return "repo", spec
     if os.sep in spec or spec.startswith("."):
         raise ModelStoreError(f"No such model directory: {spec}.")
     raise ModelStoreError(
