@@ -22,7 +22,7 @@ from ._events import (
     ContentDelta, EngineEvent, Error, Finished, ParseProblem, PrefillProgress, ReasoningDelta,
     Started, TokenLogprobs, ToolCall, Usage,
 )
-from .request._admission import GenerationRequest
+from .request._admission import GenerationRequest, admit
 
 # Names whose modules import mlx, mlx-lm or transformers (about a second): they load on first
 # use, so ``%load_ext mlx_notebook`` costs milliseconds and the engine's import is paid at
@@ -57,7 +57,7 @@ _LAZY = {
 
 __all__ = [
     # the engine and its settings
-    "Engine", "EngineConfig", "GenerationRequest", "RequestHandle", "Inspection",
+    "Engine", "EngineConfig", "GenerationRequest", "admit", "RequestHandle", "Inspection",
     "TOOLS_NOT_RENDERED", "ModelInfo", "CacheInfo", "CacheLookup", "CacheEntry",
     # errors
     "EngineError", "EngineRequestError", "EngineDeadError", "ModelStoreError",

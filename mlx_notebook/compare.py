@@ -86,6 +86,10 @@ class Comparison:
 
     def choose(self, side: int) -> Turn:
         """Continue the conversation with side ``side`` (0 or 1): it joins the session."""
+        if not (isinstance(side, int) and 0 <= side < len(self.sides)):
+            # Not a bare IndexError: name the sides, as the card labels them.
+            choices = " or ".join(f"{i} ({label!r})" for i, label in enumerate(self.labels))
+            raise ValueError(f"choose({side!r}): there is no such side; choose {choices}.")
         turn = self.sides[side]
         if self._session is None:
             raise ValueError("This comparison has no session to add the turn to.")

@@ -33,6 +33,7 @@ FLAGS = {
     "top_logprobs": "--tokens",
     "logprobs": "--tokens",
     "chat_template_kwargs": "--think",
+    "thinking_token_budget": "--think-budget",
 }
 """Request body fields and the magic flag that sets each."""
 

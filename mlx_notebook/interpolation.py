@@ -23,8 +23,10 @@ from IPython.core.error import UsageError
 __all__ = ["interpolate"]
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+# A name is a Python identifier in any script (``{é}``, ``{数}``), as the notebook's own
+# variables may be: a letter or ``_``, then word characters.
 _FIELD = re.compile(
-    r"(?P<name>[A-Za-z_]\w*)(?P<attrs>(?:\.[A-Za-z_]\w*)*)(?:!(?P<conv>[rsa]))?(?::(?P<spec>.*))?",
+    r"(?P<name>[^\W\d]\w*)(?P<attrs>(?:\.[^\W\d]\w*)*)(?:!(?P<conv>[rsa]))?(?::(?P<spec>.*))?",
     re.DOTALL,
 )
 _CONVERSIONS = {"r": repr, "s": str, "a": ascii}
@@ -73,12 +75,24 @@ def _render(field: str, namespace: Mapping[str, Any], text: str, offset: int, ma
                 f"{magic}: '{{{field}}}' failed: {type(value).__name__!s} object has no "
                 f"attribute '{attribute}'."
             ) from None
-    if parsed["conv"]:
-        value = _CONVERSIONS[parsed["conv"]](value)
+        except Exception as exc:  # a property of the user's own class raised
+            raise UsageError(f"{magic}: '{{{field}}}' failed: reading .{attribute} raised "
+                             f"{_said(exc)}") from None
     try:
+        if parsed["conv"]:
+            value = _CONVERSIONS[parsed["conv"]](value)
         return format(value, parsed["spec"] or "")
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError) as exc:  # mostly a spec that does not fit the value
         raise UsageError(f"{magic}: '{{{field}}}' could not be formatted: {exc}.") from None
+    except Exception as exc:  # the value's own __format__, __str__ or __repr__ raised
+        raise UsageError(f"{magic}: '{{{field}}}' could not be formatted: its "
+                         f"{type(value).__name__} raised {_said(exc)}") from None
+
+
+def _said(exc: Exception) -> str:
+    """An exception as the end of a one-line message: ``KeyError: 'x'.``."""
+    text = str(exc).strip().rstrip(".")
+    return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__) + "."
 
 
 def _where(text: str, offset: int) -> str:

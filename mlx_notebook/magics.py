@@ -8,6 +8,7 @@ the only interpolation is the cell body's, once, before templating.
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 import textwrap
@@ -50,6 +51,17 @@ SUBCOMMANDS = ("status", "serve", "unload", "cache", "render", "trace", "session
                "config", "tools", "panel", "help")
 """``%mlx`` subcommands in the order help lists them; ``%mlx NAME`` runs method ``_NAME``."""
 
+def _at_least_one(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
 def _parse(func: Any, line: str, magic: str):
     """Parse a magic's line, with errors that name the magic and where its help is.
 
@@ -58,24 +70,28 @@ def _parse(func: Any, line: str, magic: str):
     ``Be terse.``, not ``"Be terse."``.
     """
     try:
-        return func.parser.parse_args(_secrets_as_values(func.parser, shlex.split(line)))
+        return func.parser.parse_args(_dashed_values(func.parser, shlex.split(line)))
     except UsageError as exc:
-        raise UsageError(f"{magic}: {exc}; see {magic}? for the options.") from None
+        # %mlx SUB? is IPython's help for the whole %mlx; a subcommand's help is %mlx help SUB.
+        help_ = f"%mlx help {magic.split()[1]}" if magic.startswith("%mlx ") else f"{magic}?"
+        raise UsageError(f"{magic}: {exc}; see {help_} for the options.") from None
     except ValueError as exc:  # unbalanced quotes from the line splitter
         raise UsageError(f"{magic}: cannot split the options ({exc}); check the quotes.") from None
 
 
-_SECRET_OPTIONS = ("--api-key", "--token")
-"""Options whose value is a key or token, which may begin with '-' (``token_urlsafe`` draws
-it one time in 64): argparse would take such a value for an option and say the key is missing."""
+_DASHED_VALUE_OPTIONS = ("--api-key", "--token", "--system", "--message", "--stop", "--logit-bias")
+"""Options whose value may begin with '-': a key or token (``token_urlsafe`` draws one so one
+time in 64), free text (``--system '- Be terse.'``, ``--stop '-x'``) or a bias (``-1=5``).
+argparse would take such a value for an option and say the value is missing."""
 
 
-def _secrets_as_values(parser: Any, words: list[str]) -> list[str]:
-    """``--api-key -abc`` as ``--api-key=-abc``, unless ``-abc`` is one of the magic's options."""
+def _dashed_values(parser: Any, words: list[str]) -> list[str]:
+    """``--api-key -abc`` as ``--api-key=-abc`` (``_DASHED_VALUE_OPTIONS``), unless ``-abc`` is
+    one of the magic's options."""
     out, i = [], 0
     while i < len(words):
         word = words[i]
-        if (word in _SECRET_OPTIONS and i + 1 < len(words) and words[i + 1].startswith("-")
+        if (word in _DASHED_VALUE_OPTIONS and i + 1 < len(words) and words[i + 1].startswith("-")
                 and words[i + 1].split("=")[0] not in parser._option_string_actions):
             out.append(f"{word}={words[i + 1]}")
             i += 2
@@ -272,7 +288,7 @@ class MlxMagics(Magics):
                    "by default every @mlx_notebook.tool function is offered.")
     @argument("--confirm", action="store_true", default=None,
               help="Ask yes/no before running each tool call.")
-    @argument("--max-rounds", type=int, default=None, metavar="N",
+    @argument("--max-rounds", type=_at_least_one, default=None, metavar="N",
               help=f"Model calls a tool loop may make (default {DEFAULT_MAX_ROUNDS}).")
     @argument_group("Compare")
     @argument("--compare", nargs=2, type=compare_side, default=None, metavar=("A", "B"),
@@ -591,7 +607,8 @@ class MlxMagics(Magics):
         changes: dict[str, str | None] = {}  # applied only when every setting is valid
         for setting in args.settings:
             key, sep, value = setting.partition("=")
-            key = CONFIG_ALIASES.get(key.strip().lstrip("-").replace("-", "_"), key.strip())
+            key = key.strip().lstrip("-").replace("-", "_")  # max-tokens, as the flag spells it
+            key = CONFIG_ALIASES.get(key, key)
             if not sep:
                 raise UsageError(f"%mlx config: '{setting}' is not KEY=VALUE; e.g. temperature=0.7.")
             if key not in config_keys(self.chat):

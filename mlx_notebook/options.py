@@ -18,6 +18,8 @@ from typing import Any, Callable
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, argument_group
 
+from mlx_notebook.engine import EngineConfig, EngineRequestError, admit
+
 from ._upstream import option_destinations
 
 __all__ = [
@@ -177,23 +179,62 @@ CONFIG_ALIASES = {"temp": "temperature"}
 # %mlx config keys that are switches rather than values.
 _SWITCHES = {"no_stream", "show_request", "raw", "no_interpolate", "confirm"}
 _TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+# %mlx config keys whose value goes into the request body: key -> (body field, how the flag
+# reads the value). The engine checks these only when a cell sends them.
+_BODY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    **{dest: (dest, type_) for _, dest, type_, _ in _SAMPLING},
+    "stop": ("stop", lambda value: [unescape(value)]),
+    "logit_bias": ("logit_bias", parse_logit_bias),
+    "think_budget": ("thinking_token_budget", int),
+    "tokens": ("top_logprobs", int),
+}
 
 
 def config_fragment(key: str, value: str) -> str:
-    """``think=false`` -> ``--no-think``, ``raw=true`` -> ``--raw``, ``top_p=0.9`` -> ``--top-p 0.9``."""
+    """``think=false`` -> ``--no-think``, ``raw=true`` -> ``--raw``, ``top_p=0.9`` -> ``--top-p 0.9``.
+
+    Raises UsageError for a value the engine would refuse: set as a default, it would fail
+    every later cell, far from where it was written.
+    """
     truth = value.strip().lower()
     if key == "think":
+        if truth not in _TRUE + _FALSE:
+            raise UsageError("%mlx config: think is true or false; write think=true or "
+                             "think=false, or think= to remove it.")
         return "--think" if truth in _TRUE else "--no-think"
     if key in _SWITCHES:
         if truth not in _TRUE:
             raise UsageError(f"%mlx config: {key} is a switch; write {key}=true, or {key}= to remove it.")
         return f"--{key.replace('_', '-')}"
+    if key in _BODY_KEYS:
+        _check_with_engine(key, value)
     return f"--{key.replace('_', '-')} {shlex.quote(value)}"
 
 
+def _check_with_engine(key: str, value: str) -> None:
+    """Admit a one-message request holding the value, as the engine admits a cell's: its
+    ranges live there, once, for the server and the magics alike."""
+    field, read = _BODY_KEYS[key]
+    try:
+        parsed = read(value)
+    except (ValueError, argparse.ArgumentTypeError):
+        return  # not a value at all: the flag's own parse says so, in the flag's words
+    body = {"messages": [{"role": "user", "content": "."}], field: parsed}
+    try:
+        admit(body, kind="chat", config=EngineConfig())
+    except EngineRequestError as exc:
+        message = exc.message.replace(f"'{exc.param}'", key) if exc.param else exc.message
+        raise UsageError(f"%mlx config: {message}") from None
+
+
 def config_keys(func: Callable) -> set[str]:
-    """The ``%mlx config`` keys: every flag of ``func`` (``%%chat``) but the one-cell ``--new``."""
-    return option_destinations(func.parser) - {"new"}
+    """The ``%mlx config`` keys: every flag of ``func`` (``%%chat``) but the one-cell ones.
+
+    ``--new`` is about one cell, and ``--compare`` takes two values where a setting has one.
+    """
+    return option_destinations(func.parser) - {"new", "compare"}
 
 
 def option_set(text: str) -> dict[str, Any]:

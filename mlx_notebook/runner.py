@@ -20,6 +20,7 @@ from mlx_notebook.engine import (
     EngineDeadError, EngineEvent, EngineRequestError, chat_chunks, completion_chunks,
 )
 
+from .display import plural
 from .testing import record_reply
 from .tools import Tool, call_tool
 from .turn import Round, Turn
@@ -101,7 +102,7 @@ def run_turn(
                 break
             if number == max_rounds - 1:
                 turn.fail(ToolRoundsExceeded(
-                    f"the model was still calling tools after {max_rounds} rounds; "
+                    f"the model was still calling tools after {plural(max_rounds, 'round')}; "
                     "raise --max-rounds to let it continue"))
                 break
             _run_tools(round_, tools, confirm, view)
@@ -136,9 +137,10 @@ def _consume(engine: Any, handle: Any, turn: Turn, view: View | None, kind: str)
         try:
             # The interrupt may have landed inside the event generator and ended it; the
             # handle's queue still holds the rest, and the engine ends a cancelled request
-            # promptly with Usage and Finished, which keep the counts honest. A second
-            # interrupt stops waiting.
-            _stream(engine, handle, turn, None, kind)
+            # promptly with Usage and Finished, which keep the counts honest. The view shows
+            # the rest too: the turn keeps what was shown, no more. A second interrupt stops
+            # waiting.
+            _stream(engine, handle, turn, view, kind)
         except KeyboardInterrupt:
             pass
         raise

@@ -21,6 +21,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from IPython.core.error import StdinNotImplementedError
+
 from ._upstream import UnsupportedHint, google_docstring, json_schema_of_hint
 
 __all__ = ["Tool", "ToolError", "tool", "make_tool", "registered_tools", "unregister_tools",
@@ -63,6 +65,9 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
     """Describe ``function`` as a tool; raise ToolError when a hint has no JSON form."""
     if not callable(function):
         raise ToolError(f"{name or function!r} is not a function, so it cannot be a tool.")
+    if inspect.isclass(function):  # calling it would build an object, not answer the model
+        raise ToolError(f"'{name or function.__name__}' is a class, not a function, so it "
+                        "cannot be a tool.")
     name = name or getattr(function, "__name__", None)
     if not name or not name.isidentifier():
         raise ToolError(f"{function!r} has no usable name; pass tool(name='...').")
@@ -143,8 +148,7 @@ def unregister_tools(names: list[str] | None) -> list[str]:
 
     Raises ToolError, removing nothing, when a name is not registered.
     """
-    if names is None:
-        names = list(_registry)
+    names = list(_registry) if names is None else list(dict.fromkeys(names))
     unknown = [name for name in names if name not in _registry]
     if unknown:
         known = ", ".join(sorted(_registry)) or "none"
@@ -158,15 +162,17 @@ def resolve_tools(names: list[str] | None, namespace: dict) -> list[Tool]:
     """The tools a chat offers: ``names`` from the registry or namespace, or every registered one.
 
     ``names`` None means "not chosen", so every ``@tool`` function is offered; an empty list
-    (``--tools none``) offers none.
+    (``--tools none``) offers none. A name given twice is offered once.
     """
     if names is None:
         return list(_registry.values())
     tools = []
-    for name in names:
-        if name in _registry:
+    for name in dict.fromkeys(names):
+        if name in _registry and not _redefined(_registry[name], namespace.get(name)):
             tools.append(_registry[name])
         elif name in namespace:
+            # Also a registered tool redefined without @tool since: the notebook's current
+            # definition is the one the user means.
             tools.append(make_tool(namespace[name], name=name))
         else:
             raise ToolError(
@@ -174,6 +180,11 @@ def resolve_tools(names: list[str] | None, namespace: dict) -> list[Tool]:
                 "with @mlx_notebook.tool."
             )
     return tools
+
+
+def _redefined(registered: Tool, current: Any) -> bool:
+    """The notebook now holds another callable under a registered tool's name."""
+    return callable(current) and current is not registered.function
 
 
 def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str | None]:
@@ -199,9 +210,27 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
         result = function(**arguments)
         if inspect.isawaitable(result):  # an ``async def`` tool
             result = _run_to_completion(result)
-        return result, None
-    except Exception as exc:  # the model sees the failure; the notebook keeps running
-        return None, f"{type(exc).__name__}: {exc}"
+    # The model sees the failure; the notebook keeps running, also through a tool's
+    # sys.exit(). A KeyboardInterrupt is the user's and still stops the cell.
+    except (Exception, SystemExit) as exc:
+        return None, _escaped(_failure(exc))
+    if isinstance(result, str) and _escaped(result) != result:
+        result = (f"{_escaped(result)}\n[{name} returned text that is not valid Unicode (a lone "
+                  "surrogate); it is shown as \\u escapes]")
+    return result, None
+
+
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        code = "" if exc.code is None else repr(exc.code)
+        return f"SystemExit: the tool called sys.exit({code})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _escaped(text: str) -> str:
+    """``text`` with lone surrogates (``"\\ud800"``) as escapes: the engine refuses a message
+    holding one, which would fail the whole turn without naming the tool."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _run_to_completion(awaitable: Awaitable) -> Any:
@@ -248,6 +277,23 @@ def _run_to_completion(awaitable: Awaitable) -> Any:
 
 
 def ask_before_running(name: str, arguments: dict) -> bool:
-    """``--confirm``: ask on stdin (the notebook's input box) whether to run a call."""
-    answer = input(f"Run {name}({json.dumps(arguments)})? [y/N] ")
+    """``--confirm``: ask on stdin (the notebook's input box) whether to run a call.
+
+    Where no one can answer (stdin at its end, or a kernel run without an input box, as
+    nbval or ``jupyter execute`` run it), the call is declined, not run unasked, and the
+    turn goes on: the model reads that it was declined.
+    """
+    try:
+        answer = input(f"Run {name}({json.dumps(arguments)})? [y/N] ")
+    except EOFError:  # the question is out, with no answer after it
+        print()
+        return _not_asked(name)
+    except StdinNotImplementedError:  # raised before the question is shown
+        return _not_asked(name)
     return answer.strip().lower() in ("y", "yes")
+
+
+def _not_asked(name: str) -> bool:
+    print(f"{name} was not run: --confirm cannot ask here (no input is available to this "
+          "cell); run the cell interactively to answer, or leave out --confirm.")
+    return False

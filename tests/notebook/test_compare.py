@@ -129,3 +129,25 @@ def test_each_side_reasons_and_runs_its_own_tool_loop(reasoner_shell):
         assert "sunny" in side.content.lower()
     assert comparison.sides[0].content == comparison.sides[1].content
     assert comparison.diverges_at is None  # the same tokens on both sides, both rounds
+
+
+def test_choosing_a_side_that_is_not_there_names_the_sides_and_adds_nothing():
+    from mlx_notebook.turn import Turn
+
+    class Session:
+        def __init__(self):
+            self.turns = []
+
+        def add(self, turn):
+            self.turns.append(turn)
+
+    session = Session()
+    sides = [Turn(model="m", session="s", request={}), Turn(model="m", session="s", request={})]
+    comparison = Comparison(sides, ["temperature=0", "temperature=1.2 seed=3"], _session=session)
+    for side in (5, -1, "1"):
+        with pytest.raises(ValueError) as error:
+            comparison.choose(side)
+        assert str(error.value) == (f"choose({side!r}): there is no such side; choose 0 "
+                                    "('temperature=0') or 1 ('temperature=1.2 seed=3').")
+    assert session.turns == []
+    assert comparison.choose(1) is sides[1] and session.turns == [sides[1]]

@@ -56,3 +56,35 @@ def test_interpolation_errors_name_the_fix(text, message):
 def test_interpolation_errors_name_the_magic():
     with pytest.raises(UsageError, match=r"^%%complete: name 'y'"):
         interpolate("{y}", {}, magic="%%complete")
+
+
+def test_names_in_any_script_are_variables():
+    assert interpolate("{é} {数.real} {_x1}", {"é": "accent", "数": 7, "_x1": "u"}) == "accent 7 u"
+
+
+class _Broken:
+    """A value whose own code raises while the cell is interpolated."""
+
+    @property
+    def total(self):
+        raise KeyError("total")
+
+    def __format__(self, spec):
+        raise RuntimeError("no text today")
+
+    def __repr__(self):
+        raise ZeroDivisionError
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{b.total}", "%%chat: '{b.total}' failed: reading .total raised KeyError: 'total'."),
+        ("{b}", "%%chat: '{b}' could not be formatted: its _Broken raised RuntimeError: no text today."),
+        ("{b!r}", "%%chat: '{b!r}' could not be formatted: its _Broken raised ZeroDivisionError."),
+    ],
+)
+def test_a_value_whose_own_code_raises_is_a_one_line_error_naming_the_field(text, message):
+    with pytest.raises(UsageError) as error:
+        interpolate(text, {"b": _Broken()})
+    assert str(error.value) == message

@@ -78,18 +78,22 @@ def answer(reply: str) -> str:
         ("%mlx reset poetry", "%mlx reset: there is no session named 'poetry' (sessions: none yet)."),
         ("%mlx frobnicate", "%mlx: unknown subcommand 'frobnicate'; use one of status, serve, unload, "
                             "cache, render, trace, sessions, history, reset, config, tools, panel, help."),
+        ("%%chat --max-rounds 0\nHi", "%%chat: argument --max-rounds: must be a whole number "
+                                       "of at least 1, not '0'; see %%chat? for the options."),
+        ("%mlx status extra", "%mlx status: unrecognized arguments: extra; see %mlx help status "
+                              "for the options."),
         ("%mlx config temperature", "%mlx config: 'temperature' is not KEY=VALUE; e.g. temperature=0.7."),
-        ("%mlx config tempurature=1", "%mlx config: unknown key 'tempurature'; use one of compare, "
+        ("%mlx config tempurature=1", "%mlx config: unknown key 'tempurature'; use one of "
                                       "confirm, frequency_penalty, logit_bias, max_rounds, max_tokens, "
                                       "min_p, no_interpolate, no_stream, presence_penalty, raw, "
                                       "repetition_penalty, seed, session, show_request, stop, system, "
                                       "temperature, think, think_budget, tokens, tools, top_k, top_p."),
         ("%mlx config top_k=many", "%mlx config top_k: argument --top-k: invalid int value: 'many'; "
-                                   "see %mlx config top_k? for the options."),
+                                   "see %mlx help config for the options."),
         ("%mlx trace", "%mlx trace: give text, a turn, or --fixture PATH (one of them)."),
         ("%mlx trace '<think>x'", "%mlx trace: give the parser family to trace text, e.g. --family qwen3."),
         ("%mlx trace x --family qwen3 --chunking 0", "%mlx trace: argument --chunking: '0' is not "
-         "tokens, random, a size or a list like 1,3,7; see %mlx trace? for the options."),
+         "tokens, random, a size or a list like 1,3,7; see %mlx help trace for the options."),
         ("%mlx trace x --family qwen3 --chunking tokens", "%mlx trace: no model is loaded; run "
          "%load_model first (no argument loads the default model)."),
         ("%load_model no-such-model --no-progress",
@@ -359,6 +363,8 @@ def test_interrupt_cancels_the_reply_and_keeps_what_the_user_saw(smollm2_shell, 
     turn = smollm2_shell.user_ns["_"]
     assert turn.interrupted and turn.finish_reason == "stopped" and turn.text.endswith("[stopped]")
     assert 0 < turn.usage["completion_tokens"] < 400 and turn.content.strip()
+    # The terminal showed all the reply keeps, the text that came after the interrupt included.
+    assert f"{turn.content.strip()} [stopped]" in out
     assert magics_of(smollm2_shell).engine.active_requests == 0
     # The next cell works and the whole conversation goes with it, the partial reply included.
     result, _, err = run(smollm2_shell, "%%chat --session story --max-tokens 2\nThanks.", capsys)
@@ -489,7 +495,7 @@ def test_parallel_tool_calls_all_run(reasoner_shell, weather, capsys):
                          capsys)
     # One round allowed: the calls are recorded, not run, and the cell says how to continue.
     assert str(result.error_in_exec) == ("%%chat: the model was still calling tools after 1 "
-                                         "rounds; raise --max-rounds to let it continue.")
+                                         "round; raise --max-rounds to let it continue.")
     stopped = reasoner_shell.user_ns["_"]
     assert isinstance(stopped.exception, ToolRoundsExceeded)
     assert result.error_in_exec.__cause__ is stopped.exception  # the turn's own, not a rebuilt one
@@ -758,3 +764,113 @@ def test_a_bad_load_model_flag_keeps_the_loaded_engine(reasoner_shell, tiny_reas
     fails_with(reasoner_shell, f"%load_model {tiny_reasoner_path} --max-kv-size 0 --no-progress",
                "%load_model: --max-kv-size must be a whole number of at least 1, not 0.", capsys)
     assert magics_of(reasoner_shell).engine is engine and engine.healthy
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+@pytest.mark.model
+def test_confirm_without_stdin_declines_the_call_and_the_turn_completes(reasoner_shell, weather, capsys,
+                                                                        monkeypatch):
+    question = script("single_tool_call")["messages"][0]["content"]
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # as nbval or jupyter execute: no one answers
+    result, out, err = run(reasoner_shell, f"%%chat --new --session nostdin --tools get_weather --confirm\n"
+                                           f"{question}", capsys)
+    assert result.success, err
+    assert weather == []
+    assert result.result.tool_calls[0]["error"] == "the user declined to run this tool call"
+    assert "get_weather was not run: --confirm cannot ask here" in out
+    assert [r.finish_reason for r in result.result.rounds][-1] == "stop"
+
+
+def test_removing_a_tool_named_twice_removes_it_once(bare_shell, capsys):
+    from mlx_notebook.tools import registered_tools, unregister_tools
+
+    before = set(registered_tools())
+    try:
+        run(bare_shell, "import mlx_notebook\n@mlx_notebook.tool\ndef alarm(city: str) -> str:\n"
+                        "    return 'ring'\n", capsys)
+        result, out, err = run(bare_shell, "%mlx tools --remove alarm alarm", capsys)
+        assert result.success, err
+        assert out.startswith("Removed alarm; ")
+        assert "alarm" not in registered_tools()
+    finally:
+        unregister_tools([name for name in registered_tools() if name not in before])
+
+
+@pytest.mark.model
+def test_a_tool_redefined_without_the_decorator_is_the_one_called(reasoner_shell, capsys, monkeypatch):
+    import mlx_notebook.tools
+
+    monkeypatch.setattr(mlx_notebook.tools, "_registry", {})  # @tool registers process-wide
+    description = script("single_tool_call")["tools"][0]["function"]["description"]
+    reasoner_shell.run_cell(
+        "import mlx_notebook\nold_calls, new_calls = [], []\n@mlx_notebook.tool\n"
+        f'def get_weather(city: str):\n    """{description}"""\n    old_calls.append(city)\n'
+        "    return 'old'\n"
+        f'def get_weather(city: str):\n    """{description}"""\n    new_calls.append(city)\n'
+        "    return {'city': city, 'temperature_c': 18, 'condition': 'sunny'}\n")
+    question = script("single_tool_call")["messages"][0]["content"]
+    result, _, err = run(reasoner_shell, f"%%chat --new --session redefined --tools get_weather,get_weather\n"
+                                         f"{question}", capsys)
+    assert result.success, err
+    assert (reasoner_shell.user_ns["old_calls"], reasoner_shell.user_ns["new_calls"]) == ([], ["Paris"])
+    assert result.result.request["tools"] == script("single_tool_call")["tools"]  # offered once
+    reasoner_shell.run_cell("class Forecast:\n    pass\n")
+    fails_with(reasoner_shell, "%%chat --tools Forecast\nHi",
+               "%%chat: 'Forecast' is a class, not a function, so it cannot be a tool.", capsys)
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("%mlx config think=maybe", "%mlx config: think is true or false; write think=true or "
+                                    "think=false, or think= to remove it."),
+        ("%mlx config max_tokens=-5", "%mlx config: max_tokens must be at least 1, got -5."),
+        ("%mlx config compare=x", "%mlx config: unknown key 'compare'; use one of confirm, "
+                                  "frequency_penalty, logit_bias, max_rounds, max_tokens, min_p, "
+                                  "no_interpolate, no_stream, presence_penalty, raw, "
+                                  "repetition_penalty, seed, session, show_request, stop, system, "
+                                  "temperature, think, think_budget, tokens, tools, top_k, top_p."),
+    ],
+)
+def test_config_refuses_what_no_cell_could_use_and_keeps_the_defaults(bare_shell, capsys, source, message):
+    run(bare_shell, "%mlx config seed=1", capsys)
+    fails_with(bare_shell, source, message, capsys)
+    assert magics_of(bare_shell).defaults == {"seed": "--seed 1"}
+
+
+def test_config_accepts_dashed_keys_as_the_flags_spell_them(bare_shell, capsys):
+    result, out, err = run(bare_shell, "%mlx config max-tokens=3", capsys)
+    assert result.success, err
+    assert out == "max_tokens: --max-tokens 3\n"
+
+
+@pytest.mark.model
+def test_a_refused_think_budget_names_the_flag(reasoner_shell, capsys):
+    fails_with(reasoner_shell, "%%chat --new --session budget --think-budget -1\nHi",
+               "%%chat: --think-budget must be at least 0, got -1.", capsys)
+
+
+@pytest.mark.model
+def test_option_values_may_begin_with_a_dash(reasoner_shell, capsys):
+    result, _, err = run(reasoner_shell, "%%chat --new --session dashes --system '- Be terse.' "
+                                         "--stop '-x' --max-tokens 2\nHi", capsys)
+    assert result.success, err
+    request = result.result.request
+    assert request["messages"][0] == {"role": "system", "content": "- Be terse."}
+    assert request["stop"] == ["-x"]
+
+
+@pytest.mark.model
+def test_an_interrupted_reply_keeps_only_what_the_terminal_showed(reasoner_shell, capsys, monkeypatch):
+    # The tiny reasoner writes a token a millisecond: when the interrupt lands, more of the
+    # reply waits in the queue, and what the turn keeps of it is shown too.
+    thread = _interrupt_after_tokens(monkeypatch, tokens=3)
+    result, out, _ = run(reasoner_shell, "%%chat --new --session kept --max-tokens 200\n"
+                                         + script("long_story")["messages"][0]["content"], capsys)
+    thread.join()
+    assert type(result.error_in_exec) is KeyboardInterrupt
+    turn = reasoner_shell.user_ns["_"]
+    assert turn.interrupted and turn.content.strip()
+    assert f"{turn.content.strip()} [stopped]" in out

@@ -231,3 +231,87 @@ def test_interrupting_the_kernel_stops_waiting_for_an_async_tool():
     assert done.returncode == 0, done.stderr[-2000:]
     seconds = float(done.stdout.split("interrupted after ")[1].split()[0])
     assert seconds < 5  # not the tool's 30 s
+
+
+def test_removing_a_name_given_twice_removes_it_once_and_an_unknown_name_removes_nothing():
+    from mlx_notebook.tools import unregister_tools
+
+    mlx_notebook.tool(get_weather)
+    assert unregister_tools(["get_weather", "get_weather"]) == ["get_weather"]
+    mlx_notebook.tool(get_weather)
+    with pytest.raises(ToolError):
+        unregister_tools(["get_weather", "nope"])
+    assert list(registered_tools()) == ["get_weather"]
+
+
+def test_a_registered_tool_redefined_without_the_decorator_is_the_one_offered():
+    @mlx_notebook.tool
+    def lookup(city: str) -> str:
+        """Old lookup."""
+        return "old"
+
+    def lookup(city: str, country: str) -> str:  # noqa: F811 -- the notebook redefines it
+        """New lookup."""
+        return "new"
+
+    (offered,) = resolve_tools(["lookup"], {"lookup": lookup})
+    assert (offered.description, list(offered.parameters["properties"])) == ("New lookup.", ["city", "country"])
+    assert call_tool([offered], "lookup", {"city": "Paris", "country": "FR"}) == ("new", None)
+    # Not redefined: the decorator's tool, with what the decorator was told.
+    registered = registered_tools()["lookup"]
+    assert resolve_tools(["lookup"], {"lookup": registered.function}) == [registered]
+
+
+def test_a_name_given_twice_is_offered_once_and_a_class_is_not_a_tool():
+    assert [t.name for t in resolve_tools(["get_weather", "get_weather"], {"get_weather": get_weather})] == [
+        "get_weather"]
+    with pytest.raises(ToolError) as error:
+        resolve_tools(["Unit"], {"Unit": Unit})
+    assert str(error.value) == "'Unit' is a class, not a function, so it cannot be a tool."
+
+
+def test_a_tool_calling_sys_exit_fails_the_call_not_the_notebook():
+    import sys
+
+    def quit_early():
+        sys.exit()
+
+    def quit_with(code: int):
+        sys.exit(code)
+
+    tools = [make_tool(quit_early), make_tool(quit_with)]
+    assert call_tool(tools, "quit_early", {}) == (None, "SystemExit: the tool called sys.exit()")
+    assert call_tool(tools, "quit_with", {"code": 3}) == (None, "SystemExit: the tool called sys.exit(3)")
+
+
+def test_a_tool_returning_a_lone_surrogate_gets_valid_text_that_says_so():
+    def broken_text() -> str:
+        return "caf\udce9 ok"
+
+    result, error = call_tool([make_tool(broken_text)], "broken_text", {})
+    assert error is None
+    result.encode("utf-8")  # valid: the engine accepts it
+    assert result == ("caf\\udce9 ok\n[broken_text returned text that is not valid Unicode (a lone "
+                      "surrogate); it is shown as \\u escapes]")
+
+
+def test_confirm_where_no_one_can_answer_declines_and_says_why(monkeypatch, capsys):
+    import builtins
+    import io
+
+    from IPython.core.error import StdinNotImplementedError
+
+    from mlx_notebook.tools import ask_before_running
+
+    note = ("get_weather was not run: --confirm cannot ask here (no input is available to this "
+            "cell); run the cell interactively to answer, or leave out --confirm.\n")
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # stdin at its end
+    assert ask_before_running("get_weather", {"city": "Paris"}) is False
+    assert capsys.readouterr().out == 'Run get_weather({"city": "Paris"})? [y/N] \n' + note
+
+    def no_stdin(prompt=""):  # what ipykernel's input does when the client has no input box
+        raise StdinNotImplementedError("raw_input was called, but this frontend does not support input requests.")
+
+    monkeypatch.setattr(builtins, "input", no_stdin)
+    assert ask_before_running("get_weather", {"city": "Paris"}) is False
+    assert capsys.readouterr().out == note
