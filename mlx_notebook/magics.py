@@ -8,7 +8,6 @@ the only interpolation is the cell body's, once, before templating.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import textwrap
@@ -25,6 +24,7 @@ from .errors import as_usage_errors, no_model_error, usage_error
 from .interpolation import interpolate
 from .options import (
     CONFIG_ALIASES,
+    at_least_one,
     body_fields,
     chunking_spec,
     compare_side,
@@ -50,17 +50,6 @@ __all__ = ["MlxMagics", "SUBCOMMANDS"]
 SUBCOMMANDS = ("status", "serve", "unload", "cache", "render", "trace", "sessions", "history", "reset",
                "config", "tools", "panel", "help")
 """``%mlx`` subcommands in the order help lists them; ``%mlx NAME`` runs method ``_NAME``."""
-
-def _at_least_one(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
-    return value
-
 
 def _parse(func: Any, line: str, magic: str):
     """Parse a magic's line, with errors that name the magic and where its help is.
@@ -288,7 +277,7 @@ class MlxMagics(Magics):
                    "by default every @mlx_notebook.tool function is offered.")
     @argument("--confirm", action="store_true", default=None,
               help="Ask yes/no before running each tool call.")
-    @argument("--max-rounds", type=_at_least_one, default=None, metavar="N",
+    @argument("--max-rounds", type=at_least_one, default=None, metavar="N",
               help=f"Model calls a tool loop may make (default {DEFAULT_MAX_ROUNDS}).")
     @argument_group("Compare")
     @argument("--compare", nargs=2, type=compare_side, default=None, metavar=("A", "B"),

@@ -23,6 +23,7 @@ from mlx_notebook.engine import EngineConfig, EngineRequestError, admit
 from ._upstream import option_destinations
 
 __all__ = [
+    "at_least_one",
     "sampling_arguments",
     "output_arguments",
     "sampling_fields",
@@ -90,6 +91,17 @@ def parse_logit_bias(text: str) -> dict[str, float]:
         ) from None
 
 
+def at_least_one(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (``--tokens 3``, ``--max-rounds 2``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
 def sampling_arguments(func: Callable) -> Callable:
     """Add the sampling flags, in a help group of their own, to a ``magic_arguments`` magic."""
     decorators = [argument_group("Sampling (unset flags keep the engine's defaults)")]
@@ -115,7 +127,7 @@ def output_arguments(func: Callable) -> Callable:
                  help="Show the exact request body sent to the engine."),
         argument("--raw", action="store_true", default=None,
                  help="Show the raw streamed chunks as a table after the reply."),
-        argument("--tokens", nargs="?", type=int, const=5, default=None, metavar="N",
+        argument("--tokens", nargs="?", type=at_least_one, const=5, default=None, metavar="N",
                  help="Show the reply token by token with log-probabilities and the top N "
                       "alternatives (default 5)."),
         argument("--no-interpolate", action="store_true", default=None,

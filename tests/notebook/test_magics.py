@@ -80,6 +80,8 @@ def answer(reply: str) -> str:
                             "cache, render, trace, sessions, history, reset, config, tools, panel, help."),
         ("%%chat --max-rounds 0\nHi", "%%chat: argument --max-rounds: must be a whole number "
                                        "of at least 1, not '0'; see %%chat? for the options."),
+        ("%%chat --tokens 0\nHi", "%%chat: argument --tokens: must be a whole number of at "
+                                   "least 1, not '0'; see %%chat? for the options."),
         ("%mlx status extra", "%mlx status: unrecognized arguments: extra; see %mlx help status "
                               "for the options."),
         ("%mlx config temperature", "%mlx config: 'temperature' is not KEY=VALUE; e.g. temperature=0.7."),
