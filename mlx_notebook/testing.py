@@ -151,7 +151,10 @@ _INT_ARRAY = re.compile(r"\[\n\s*(\d+(?:,\n\s*\d+)*)\n\s*\]")
 
 def load_fixture(path: str | Path) -> Fixture:
     """Read a fixture file (ValueError names what is wrong with it)."""
-    data = json.loads(Path(path).read_text())
+    try:
+        data = json.loads(Path(path).read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a parser fixture: it is not JSON ({exc}).") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{path} is not a parser fixture (no \"format\": \"{FORMAT}\").")
     if data.get("version", VERSION) > VERSION:

@@ -57,6 +57,9 @@ class Listener:
         pages (``https://host:port``, or ``*`` for any) whose scripts may call the listener
         from a browser (CORS); none by default, unlike ``mlx_lm.server``'s ``*``: a page the
         user happens to visit must not drive the kernel's model."""
+        if not host or not host.strip():  # '' would bind every interface, silently
+            raise EngineError("Give the address to listen on: 127.0.0.1 (this machine only) or "
+                              "0.0.0.0 (every interface, with a token).")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise EngineError(f"The port must be a number from 0 to 65535 (0 picks a free one), "
                               f"not {port!r}.")

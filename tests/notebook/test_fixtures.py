@@ -97,10 +97,11 @@ def test_a_fixture_written_by_hand_needs_only_family_text_and_expectations(tmp_p
     assert report.ok and report.replays == 33  # no recorded deltas: whole, then 1..32
 
 
-def test_a_file_that_is_not_a_fixture_is_refused_by_name(tmp_path):
+@pytest.mark.parametrize("text, why", [("{}", r"\(no"), ("not json at all", "it is not JSON")])
+def test_a_file_that_is_not_a_fixture_is_refused_by_name(tmp_path, text, why):
     path = tmp_path / "other.json"
-    path.write_text("{}")
-    with pytest.raises(ValueError, match="other.json is not a parser fixture"):
+    path.write_text(text)
+    with pytest.raises(ValueError, match=f"other.json is not a parser fixture.*{why}"):
         check_fixture(path)
 
 

@@ -279,6 +279,12 @@ def test_a_port_out_of_range_is_refused_in_one_sentence(tiny_engine, port):
         Listener(tiny_engine, port=port)
 
 
+@pytest.mark.parametrize("host", ["", "  "])
+def test_an_empty_host_is_refused_rather_than_every_interface(tiny_engine, host):
+    with pytest.raises(EngineError, match=r"^Give the address to listen on"):
+        Listener(tiny_engine, host=host, port=0)
+
+
 @pytest.mark.parametrize("token", ["with space", "smile🙂", "nul\x00"])
 def test_a_token_no_http_client_could_send_is_refused(tiny_engine, token):
     with pytest.raises(EngineError, match="printable ASCII"):
