@@ -300,6 +300,8 @@ class MlxMagics(Magics):
         and keeps it in the session (_.drop() removes it).
         """
         args = self._chat_args(line, "%%chat", self.chat)
+        if args.session is not None and not args.session.strip():
+            raise UsageError("%%chat: --session needs a name, e.g. --session notes.")
         if args.compare:  # each side on the engine it names
             engines = [self._engine_named(side.model, "%%chat") for side in args.compare]
             engine = engines[0]

@@ -82,6 +82,7 @@ def answer(reply: str) -> str:
                                        "of at least 1, not '0'; see %%chat? for the options."),
         ("%%chat --tokens 0\nHi", "%%chat: argument --tokens: must be a whole number of at "
                                    "least 1, not '0'; see %%chat? for the options."),
+        ("%%chat --session ''\nHi", "%%chat: --session needs a name, e.g. --session notes."),
         ("%mlx status extra", "%mlx status: unrecognized arguments: extra; see %mlx help status "
                               "for the options."),
         ("%mlx config temperature", "%mlx config: 'temperature' is not KEY=VALUE; e.g. temperature=0.7."),
