@@ -214,8 +214,8 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
     # sys.exit(). A KeyboardInterrupt is the user's and still stops the cell.
     except (Exception, SystemExit) as exc:
         return None, _escaped(_failure(exc))
-    if isinstance(result, str) and _escaped(result) != result:
-        result = (f"{_escaped(result)}\n[{name} returned text that is not valid Unicode (a lone "
+    if isinstance(result, str) and (escaped := _escaped(result)) != result:
+        result = (f"{escaped}\n[{name} returned text that is not valid Unicode (a lone "
                   "surrogate); it is shown as \\u escapes]")
     return result, None
 
