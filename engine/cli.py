@@ -22,10 +22,6 @@ _ORIGINS_HELP = ("comma-separated web origins whose pages may call the API from 
                  "(CORS), e.g. http://localhost:3000, or * for any (default: none)")
 
 
-def _origins(text: str) -> tuple[str, ...]:
-    return tuple(o.strip() for o in text.split(",") if o.strip())
-
-
 def _fetch(args: argparse.Namespace) -> None:
     path = resolve_model(args.spec, dtype=args.dtype, progress=not args.quiet)
     print(path)
@@ -92,10 +88,12 @@ def _serve(args: argparse.Namespace) -> None:
     note = reexec_with_fast_blas()
     if note:
         print(note, file=sys.stderr)
+    # The host, port, token and origins are checked before the model loads, which can take
+    # minutes: a typo is refused at once.
+    listener = Listener(None, host=args.host, port=args.port, token=args.token,
+                        allowed_origins=args.allowed_origins)
     with Engine(args.spec, dtype=args.dtype, progress=not args.quiet) as engine:
-        # Checked before printing anything: a non-loopback host needs a token.
-        listener = Listener(engine, host=args.host, port=args.port, token=args.token,
-                            allowed_origins=args.allowed_origins)
+        listener.engine = engine
         with listener:
             print(f"Serving {engine.model_info.name} at {listener.url}")
             if listener.token_generated:
@@ -149,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--token", default=None,
                        help="the bearer token clients must send (default: a new one, printed); "
                             "'' serves without one, on a loopback host only")
-    serve.add_argument("--allowed-origins", type=_origins, default=(), metavar="ORIGINS",
+    serve.add_argument("--allowed-origins", default="", metavar="ORIGINS",
                        help=_ORIGINS_HELP)
     serve.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
     serve.set_defaults(run=_serve)

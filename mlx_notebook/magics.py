@@ -430,7 +430,7 @@ class MlxMagics(Magics):
 
         with as_usage_errors("%mlx serve"):
             self.listener = Listener(engine, host=args.host, port=args.port, token=args.token,
-                                     allowed_origins=args.allowed_origins.split(",")).start()
+                                     allowed_origins=args.allowed_origins).start()
         display(reports.serving(self.listener, reports.model_name(engine)))
         return self.listener
 

@@ -51,11 +51,11 @@ class Listener:
 
     def __init__(self, engine: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
                  token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-                 allowed_origins: tuple[str, ...] | list[str] = ()):
+                 allowed_origins: str | tuple[str, ...] | list[str] = ()):
         """``token=None`` generates one (``token_generated`` is then True); ``token=""``
         serves without one, which only a loopback host allows. ``allowed_origins``: the web
-        pages (``https://host:port``, or ``*`` for any) whose scripts may call the listener
-        from a browser (CORS); none by default, unlike ``mlx_lm.server``'s ``*``: a page the
+        pages (``https://host:port``, or ``*`` for any; a list or one comma-separated string)
+        whose scripts may call the listener from a browser (CORS); none by default, unlike ``mlx_lm.server``'s ``*``: a page the
         user happens to visit must not drive the kernel's model."""
         if not host or not host.strip():  # '' would bind every interface, silently
             raise EngineError("Give the address to listen on: 127.0.0.1 (this machine only) or "
@@ -76,7 +76,7 @@ class Listener:
         self.token_generated = token is None
         self.token = _new_token() if token is None else token
         self.max_body_bytes = max_body_bytes
-        self.allowed_origins = tuple(o.strip().rstrip("/") for o in allowed_origins if o.strip())
+        self.allowed_origins = _origins(allowed_origins)
         self.created = int(time.time())
         self._served: dict[str, tuple[ServedRequest, Any]] = {}  # id -> (record, handle)
         self._served_lock = threading.Lock()
@@ -190,6 +190,24 @@ def _new_token() -> str:
         token = secrets.token_urlsafe(24)
         if not token.startswith("-"):
             return token
+
+
+def _origins(given: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The allowed origins, as a browser's ``Origin`` header spells them."""
+    if isinstance(given, str):
+        given = given.split(",")
+    origins = []
+    for text in (o.strip() for o in given if o.strip()):
+        # A browser sends scheme://host[:port] and nothing else: anything other would never
+        # match, and the page the user meant would be refused without a word.
+        origin = text.removesuffix("/")
+        scheme, _, rest = origin.partition("://")
+        if origin != "*" and (scheme not in ("http", "https") or not rest or "/" in rest
+                              or any(c.isspace() for c in rest)):
+            raise EngineError(f"{text!r} is not a web origin: give scheme://host[:port], "
+                              "e.g. http://localhost:3000, or * for any page.")
+        origins.append(origin)
+    return tuple(origins)
 
 
 def _is_loopback(host: str) -> bool:

@@ -85,10 +85,30 @@ def test_mlx_serve_allows_the_origins_it_is_given_and_the_shell_command_too(shel
         assert r.status_code == 204 and r.headers["access-control-allow-origin"] == "https://app.example"
     finally:
         _run(shell, "%mlx serve --stop")
+    from mlx_notebook.engine import Listener
     from mlx_notebook.engine.cli import _parser
 
     args = _parser().parse_args(["serve", "--allowed-origins", "http://a.example,*"])
-    assert args.allowed_origins == ("http://a.example", "*")
+    assert Listener(None, allowed_origins=args.allowed_origins).allowed_origins == (
+        "http://a.example", "*")
+
+
+@pytest.mark.parametrize("origin", ["localhost:3000", "http://localhost:3000/app", "ftp://x",
+                                    "http://", "http://a b"])
+def test_an_origin_no_browser_sends_is_refused_by_name(shell, origin):
+    error = _error(shell, f"%mlx serve --port 0 --allowed-origins 'https://ok.example,{origin}'")
+    assert f"{origin!r} is not a web origin" in error and "scheme://host[:port]" in error
+    assert _magics(shell).listener is None
+
+
+def test_the_serve_command_refuses_bad_options_before_loading_a_model(capsys):
+    # The model does not exist: had it been looked for first, its error would show instead.
+    from mlx_notebook.engine.cli import main
+
+    assert main(["serve", "no-such/model-anywhere", "--allowed-origins", "localhost:3000"]) == 1
+    assert "'localhost:3000' is not a web origin" in capsys.readouterr().err
+    assert main(["serve", "no-such/model-anywhere", "--port", "70000"]) == 1
+    assert "from 0 to 65535" in capsys.readouterr().err
 
 
 def _error(shell, cell: str) -> str:
