@@ -312,10 +312,6 @@ class MlxMagics(Magics):
             tools = resolve_tools(tool_names(args.tools), self.shell.user_ns)
         session = self.sessions.open(args.session or DEFAULT_SESSION, new=bool(args.new))
         body = {"messages": session.messages_for(text, system=args.system), **body_fields(args)}
-        if args.think is not None:
-            body["chat_template_kwargs"] = {"enable_thinking": args.think}
-        if args.think_budget is not None:
-            body["thinking_token_budget"] = args.think_budget
         if tools:
             body["tools"] = [t.schema() for t in tools]
 
@@ -708,8 +704,6 @@ class MlxMagics(Magics):
         return interpolate(cell, self.shell.user_ns, magic=magic)
 
     def _run(self, engine: Any, turn: Turn, args: Any, magic: str, **kwargs: Any) -> None:
-        if args.tokens:
-            turn.request.update(logprobs=True, top_logprobs=args.tokens)
         if args.show_request:
             display(reports.request(turn.request))
         view = None if args.no_stream else self._view(turn)

@@ -149,8 +149,17 @@ def set_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def body_fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The request body fields the sampling flags set; unset flags stay out."""
-    return {field: getattr(args, field) for field in sampling_fields() if getattr(args, field) is not None}
+    """The request body fields the flags set (sampling, --think, --think-budget, --tokens);
+    unset flags, and flags a magic lacks, stay out."""
+    flag = vars(args).get
+    fields = {field: flag(field) for field in sampling_fields() if flag(field) is not None}
+    if flag("think") is not None:
+        fields["chat_template_kwargs"] = {"enable_thinking": flag("think")}
+    if flag("think_budget") is not None:
+        fields["thinking_token_budget"] = flag("think_budget")
+    if flag("tokens"):
+        fields.update(logprobs=True, top_logprobs=flag("tokens"))
+    return fields
 
 
 def tool_names(text: str | None) -> list[str] | None:
@@ -193,14 +202,14 @@ _SWITCHES = {"no_stream", "show_request", "raw", "no_interpolate", "confirm"}
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
-# %mlx config keys whose value goes into the request body: key -> (body field, how the flag
-# reads the value). The engine checks these only when a cell sends them.
-_BODY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
-    **{dest: (dest, type_) for _, dest, type_, _ in _SAMPLING},
-    "stop": ("stop", lambda value: [unescape(value)]),
-    "logit_bias": ("logit_bias", parse_logit_bias),
-    "think_budget": ("thinking_token_budget", int),
-    "tokens": ("top_logprobs", int),
+# %mlx config keys whose value goes into the request body (as ``body_fields`` puts it), and
+# how the flag reads the value. The engine checks these only when a cell sends them.
+_BODY_KEYS: dict[str, Callable[[str], Any]] = {
+    **{dest: type_ for _, dest, type_, _ in _SAMPLING},
+    "stop": lambda value: [unescape(value)],
+    "logit_bias": parse_logit_bias,
+    "think_budget": int,
+    "tokens": at_least_one,
 }
 
 
@@ -228,12 +237,12 @@ def config_fragment(key: str, value: str) -> str:
 def _check_with_engine(key: str, value: str) -> None:
     """Admit a one-message request holding the value, as the engine admits a cell's: its
     ranges live there, once, for the server and the magics alike."""
-    field, read = _BODY_KEYS[key]
     try:
-        parsed = read(value)
+        parsed = _BODY_KEYS[key](value)
     except (ValueError, argparse.ArgumentTypeError):
         return  # not a value at all: the flag's own parse says so, in the flag's words
-    body = {"messages": [{"role": "user", "content": "."}], field: parsed}
+    body = {"messages": [{"role": "user", "content": "."}],
+            **body_fields(argparse.Namespace(**{key: parsed}))}
     try:
         admit(body, kind="chat", config=EngineConfig())
     except EngineRequestError as exc:
