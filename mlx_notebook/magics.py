@@ -718,6 +718,12 @@ class MlxMagics(Magics):
             if view is not None:
                 view.finish(turn)
             self.shell.displayhook.update_user_ns(turn)
+            if kind != "chat":  # a completion belongs to no session
+                raise KeyboardInterrupt(f"{magic} stopped; the partial text is in _.") from None
+            if turn.stopped_empty:
+                raise KeyboardInterrupt(
+                    f"{magic} stopped before the model wrote anything; the turn is in _ but not "
+                    "in the session's history (_.keep() adds it).") from None
             raise KeyboardInterrupt(
                 f"{magic} stopped; the partial reply is kept (in _ and in the session's "
                 "history; _.drop() removes it).") from None

@@ -167,8 +167,18 @@ class Turn:
     @property
     def in_history(self) -> bool:
         """Whether the session sends this turn as history: complete and stopped turns (as far
-        as they got), failed ones only when kept, none that were dropped."""
-        return not self.dropped and (self.error is None or self.kept)
+        as they got), failed ones and ones stopped before the model wrote anything only when
+        kept, none that were dropped."""
+        if self.dropped:
+            return False
+        return self.kept or (self.error is None and not self.stopped_empty)
+
+    @property
+    def stopped_empty(self) -> bool:
+        """Stopped before the model wrote anything (while it read the prompt, say): sent as
+        history, the question would go with an empty answer the model never gave."""
+        return self.interrupted and not (self.content.strip() or self.reasoning.strip()
+                                         or self.tool_calls)
 
     # -- folding the engine's events ----------------------------------------------------------
 
@@ -228,7 +238,7 @@ class Turn:
     # -- the user's side ------------------------------------------------------------------------
 
     def keep(self) -> "Turn":
-        """Send this failed turn as history after all, as far as it got."""
+        """Send this failed (or emptily stopped) turn as history after all, as far as it got."""
         self.kept, self.dropped = True, False
         return self
 

@@ -324,16 +324,16 @@ def test_render_status_sessions_and_reset(smollm2_shell, capsys):
                + ", ".join(sorted(s.name for s in magics_of(smollm2_shell).sessions)) + ").", capsys)
 
 
-def _interrupt_after_tokens(monkeypatch, tokens: int) -> threading.Thread:
+def _interrupt_after_tokens(monkeypatch, tokens: int, event_type=ContentDelta) -> threading.Thread:
     """Raise KeyboardInterrupt in the main thread, like a kernel interrupt, once the turn
-    being streamed has shown ``tokens`` answer tokens."""
+    being streamed has shown ``tokens`` answer tokens (or events of ``event_type``)."""
     main = threading.main_thread().ident
     shown = threading.Event()
     apply = Turn.apply
 
     def counting_apply(turn, event):
         apply(turn, event)
-        if isinstance(event, ContentDelta):
+        if isinstance(event, event_type):
             counting_apply.seen += 1
             if counting_apply.seen >= tokens:
                 shown.set()
@@ -382,6 +382,38 @@ def test_interrupt_cancels_the_reply_and_keeps_what_the_user_saw(smollm2_shell, 
     assert sent[:2] == first.messages()
     _, out, _ = run(smollm2_shell, "%mlx history story", capsys)
     assert "(not sent as history)" in out
+
+
+@pytest.mark.model
+def test_interrupt_while_the_prompt_is_read_leaves_the_empty_turn_out_of_the_history(
+        smollm2_shell, capsys, monkeypatch):
+    from mlx_notebook.engine import PrefillProgress
+
+    report = " ".join(f"Paragraph {i}: the harvest in valley {i} was {i * 7} tonnes." for i in range(150))
+    thread = _interrupt_after_tokens(monkeypatch, tokens=1, event_type=PrefillProgress)
+    result, _, _ = run(smollm2_shell, f"%%chat --new --session empty --max-tokens 50\n{report}", capsys)
+    thread.join()
+    assert type(result.error_in_exec) is KeyboardInterrupt
+    assert str(result.error_in_exec) == ("%%chat stopped before the model wrote anything; the turn "
+                                         "is in _ but not in the session's history (_.keep() adds it).")
+    turn = smollm2_shell.user_ns["_"]
+    assert turn.interrupted and turn.usage["completion_tokens"] == 0 and not turn.content
+    monkeypatch.undo()
+    result, _, err = run(smollm2_shell, "%%chat --session empty --max-tokens 1\nHi.", capsys)
+    assert result.success, err
+    assert result.result.request["messages"] == [{"role": "user", "content": "Hi."}]
+
+
+@pytest.mark.model
+def test_interrupted_completion_keeps_its_text_in_underscore_and_names_no_session(
+        smollm2_shell, capsys, monkeypatch):
+    thread = _interrupt_after_tokens(monkeypatch, tokens=3)
+    result, _, _ = run(smollm2_shell, "%%complete --max-tokens 300\nOnce upon a time, a robot", capsys)
+    thread.join()
+    assert type(result.error_in_exec) is KeyboardInterrupt
+    assert str(result.error_in_exec) == "%%complete stopped; the partial text is in _."
+    turn = smollm2_shell.user_ns["_"]
+    assert turn.interrupted and turn.content and turn.usage["completion_tokens"] < 300
 
 
 class _StopAfter:

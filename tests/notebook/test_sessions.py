@@ -1,4 +1,5 @@
-"""Sessions send complete and stopped turns as history (until dropped), failed ones only when kept."""
+"""Sessions send complete and stopped turns as history (until dropped), failed ones and ones
+stopped before the model wrote anything only when kept."""
 
 from __future__ import annotations
 
@@ -41,6 +42,21 @@ def test_stopped_turn_is_history_as_far_as_it_got_until_dropped():
     assert cut.text == "Once upon [stopped]"
     cut.drop()
     assert session.history() == []
+
+
+def test_turn_stopped_before_the_model_wrote_anything_is_not_history_until_kept():
+    session = Session("s")
+    empty = _turn("Summarise this long report", "", interrupted=True)
+    empty.refresh()
+    session.add(empty)
+    assert empty.stopped_empty and session.history() == []
+    assert session.messages_for("Shorter, then") == [{"role": "user", "content": "Shorter, then"}]
+    empty.keep()
+    assert session.history() == [{"role": "user", "content": "Summarise this long report"},
+                                 {"role": "assistant", "content": ""}]
+    thought = _turn("Why?", "", interrupted=True, reasoning="Because")
+    thought.refresh()
+    assert not thought.stopped_empty and thought.in_history  # it wrote something: kept
 
 
 def test_failed_turn_is_not_history_until_kept():
