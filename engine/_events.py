@@ -92,15 +92,19 @@ class TokenLogprobs:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts and timings; times in seconds, rates in tokens per second, memory in bytes."""
+    """Token counts and timings; times in seconds, rates in tokens per second, memory in bytes.
+
+    A remote server's reply (``RemoteEngine``) has None for what cannot be seen from here:
+    the server's memory, a prefill speed when it reports no prompt size, a decode speed when
+    the reply came in one piece."""
 
     prompt_tokens: int
     cached_tokens: int
     completion_tokens: int
     time_to_first_token: float
-    prefill_tokens_per_second: float
-    decode_tokens_per_second: float
-    peak_memory: int
+    prefill_tokens_per_second: float | None
+    decode_tokens_per_second: float | None
+    peak_memory: int | None
     """MLX's peak memory (bytes, model weights included) since the engine last went from idle
     to busy: this request's own peak when it ran alone; with concurrent requests, the peak of
     everything the engine ran since the first of them started."""

@@ -731,7 +731,10 @@ class MlxMagics(Magics):
             view.finish(turn)
         else:
             display(turn)
-        if args.tokens:
+        if args.tokens and not turn.logprobs and getattr(engine, "url", None):
+            display(reports.text(f"No token probabilities: the server at {engine.url} sent none "
+                                 "(mlx_lm.server streams none)."))
+        elif args.tokens:
             display(self._token_view(turn))
         if args.raw:
             display(reports.chunk_table(turn.chunks))

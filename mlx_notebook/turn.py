@@ -422,7 +422,8 @@ def _usage(turn: Turn, event: Any) -> None:
         timings.time_to_first_token = event.time_to_first_token
     timings.prefill_tokens_per_second = event.prefill_tokens_per_second
     timings.decode_tokens_per_second = event.decode_tokens_per_second
-    timings.peak_memory = max(timings.peak_memory or 0, event.peak_memory)
+    if event.peak_memory is not None:  # None: a remote server's, out of sight
+        timings.peak_memory = max(timings.peak_memory or 0, event.peak_memory)
 
 
 def _finished(turn: Turn, event: Any) -> None:

@@ -44,21 +44,34 @@ class ServerUsage:
 class ChunkReader:
     """Feed ``read(chunk)`` every parsed ``data:`` object of one reply, then ``finish()``."""
 
-    def __init__(self, family: str, *, kind: str = "chat", tools: list | None = None):
-        fam = get_family(family)
+    def __init__(self, family: str, *, kind: str = "chat", tools: list | None = None,
+                 starts_in_reasoning: bool | None = None):
+        """``starts_in_reasoning``: False when the reply cannot begin inside reasoning (thinking
+        was turned off, or the server splits reasoning itself); None leaves it to the family."""
+        self._family = get_family(family)
+        self._tools = tools
         self.kind = kind
-        self._filter = StreamFilter(fam, tools=tools,
-                                    starts_in_reasoning=None if fam.starts_in_reasoning else False)
+        self._filter = self._new_filter(starts_in_reasoning)
+        self._fed = False
         self.server_splits_reasoning = False
-        """The server sent a reasoning field: its content is then passed on as it is."""
+        """The server sent a reasoning field: its content is then content, never reasoning
+        (a template that opens reasoning in the prompt would otherwise make all of it so)."""
         self._calls: dict[int, _CallPieces] = {}
+        self._last_call: int | None = None
         self._parsed_calls = 0
+        self.generated = 0
+        """Chunks that carried any part of the reply (text, reasoning or a tool call's piece)."""
         self.request_id: str | None = None
         self.finish_reason: str | None = None
         self.usage: ServerUsage | None = None
         self.completion_deltas = 0
         """Chunks that carried generated text: the completion-token count when the server
         sends no usage (one token per chunk, as OpenAI-compatible servers stream)."""
+
+    def _new_filter(self, starts_in_reasoning: bool | None) -> StreamFilter:
+        if not self._family.starts_in_reasoning:
+            starts_in_reasoning = False
+        return StreamFilter(self._family, tools=self._tools, starts_in_reasoning=starts_in_reasoning)
 
     def read(self, chunk: dict[str, Any]) -> list[EngineEvent]:
         self.request_id = self.request_id or chunk.get("id")
@@ -83,26 +96,50 @@ class ChunkReader:
 
     def _delta(self, delta: dict[str, Any]) -> list[EngineEvent]:
         out: list[EngineEvent] = []
-        for name in _REASONING_FIELDS:
-            if delta.get(name):
+        # One field only: a server in transition between the two names may fill both.
+        reasoning = next((delta[name] for name in _REASONING_FIELDS
+                          if isinstance(delta.get(name), str) and delta[name]), None)
+        if reasoning:
+            if not self.server_splits_reasoning:
                 self.server_splits_reasoning = True
-                self.completion_deltas += 1
-                out.append(ReasoningDelta(delta[name]))
+                if self._filter.starts_in_reasoning:  # flush what it holds, then start anew
+                    out += self._split(self._filter.finish()) if self._fed else []
+                    self._filter = self._new_filter(False)
+            self.completion_deltas += 1
+            out.append(ReasoningDelta(reasoning))
         text = delta.get("content")
-        if text:
+        if text and isinstance(text, str):
             self.completion_deltas += 1
             if self.kind == "completion":
                 out.append(ContentDelta(text))
             else:
+                self._fed = True
                 out += self._split(self._filter.feed(text))
-        for piece in delta.get("tool_calls") or []:
-            call = self._calls.setdefault(int(piece.get("index", len(self._calls))), _CallPieces())
-            call.id = piece.get("id") or call.id
-            function = piece.get("function") or {}
-            call.name = function.get("name") or call.name
-            if function.get("arguments"):
-                call.arguments.append(function["arguments"])
+        pieces = delta.get("tool_calls") or []
+        for piece in pieces if isinstance(pieces, list) else []:
+            if isinstance(piece, dict):
+                self._call_piece(piece)
+        if reasoning or text or pieces:
+            self.generated += 1
         return out
+
+    def _call_piece(self, piece: dict[str, Any]) -> None:
+        """Fold one streamed fragment of a tool call into its call, by index; a fragment with
+        no index goes on the call before it unless it brings an id of its own."""
+        index = piece.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            last = self._calls.get(self._last_call) if self._last_call is not None else None
+            fresh = last is None or (piece.get("id") and last.id and piece["id"] != last.id)
+            index = (max(self._calls) + 1 if self._calls else 0) if fresh else self._last_call
+        self._last_call = index
+        call = self._calls.setdefault(index, _CallPieces())
+        call.id = str(piece.get("id") or call.id)
+        function = piece.get("function") if isinstance(piece.get("function"), dict) else {}
+        call.name = str(function.get("name") or call.name)
+        arguments = function.get("arguments")
+        if arguments is not None and arguments != "":
+            # A server that sends the arguments as an object (Ollama's way) sends them whole.
+            call.arguments.append(arguments if isinstance(arguments, str) else json.dumps(arguments))
 
     def _split(self, events) -> list[EngineEvent]:
         out: list[EngineEvent] = []
@@ -162,15 +199,18 @@ class ChunkReader:
         u = self.usage
         completion = u.completion_tokens if u else self.completion_deltas
         prompt = u.prompt_tokens if u else prompt_tokens_hint
-        decode_seconds = max(seconds_total - seconds_to_first, 1e-9)
+        decode_seconds = seconds_total - seconds_to_first
         return Usage(
             prompt_tokens=prompt,
             cached_tokens=(u.cached_tokens or 0) if u else 0,
             completion_tokens=completion,
             time_to_first_token=seconds_to_first,
-            prefill_tokens_per_second=prompt / seconds_to_first if seconds_to_first > 0 else 0.0,
-            decode_tokens_per_second=max(completion - 1, 0) / decode_seconds,
-            peak_memory=0,
+            prefill_tokens_per_second=prompt / seconds_to_first if prompt and seconds_to_first > 0
+            else None,
+            # A reply that came in one piece has no decode time to divide by.
+            decode_tokens_per_second=(max(completion - 1, 0) / decode_seconds
+                                      if decode_seconds > 1e-3 else None),
+            peak_memory=None,
         )
 
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 import json
 import queue
 import re
+import socket
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterator, Mapping
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
@@ -38,6 +40,7 @@ from ._chunk_reader import ChunkReader
 __all__ = ["RemoteEngine", "RemoteHandle", "guess_family"]
 
 _END = object()
+_DONE = object()  # the server said the reply is over ([DONE])
 _POLL_SECONDS = 0.05  # how often a reader waiting on the server re-checks Stop
 
 
@@ -72,11 +75,17 @@ class RemoteEngine:
                  family: str | None = None, timeout: float = 120.0):
         """Connect, check the key and pick the model (``model``, or the one the server
         lists); raises ``EngineError`` with one sentence when any of that fails."""
-        self.url = _api_root(url)
+        self.url, params = _api_root(url)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = timeout
-        self._client = httpx.Client(base_url=self.url, headers=headers,
+        # Redirects are followed (a proxy's http -> https); httpx drops the key on a redirect
+        # to another host.
+        self._client = httpx.Client(base_url=self.url, headers=headers, params=params,
+                                    follow_redirects=True,
                                     timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
+        self.server_splits_reasoning = False
+        """A reply has come with a reasoning field: later replies' content is content from
+        their first token, whatever the family's template does with the prompt."""
         self._closed = False
         self._open: set[RemoteHandle] = set()
         self._lock = threading.Lock()
@@ -103,8 +112,9 @@ class RemoteEngine:
         if response.status_code in (401, 403):
             raise _http_error(self.url, response, "/models")
         try:
-            listed = [m.get("id") for m in (response.json().get("data") or []) if m.get("id")]
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            listed = [m.get("id") for m in (response.json().get("data") or [])
+                      if isinstance(m.get("id"), str) and m["id"]]
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError):
             listed = None
         if response.status_code != 200 or listed is None:
             # No model list (mlx_lm.server's fails without a Hugging Face cache): the server
@@ -207,8 +217,12 @@ class RemoteEngine:
             finally:
                 response.close()
             raise _http_error(self.url, response, path)
-        reader = ChunkReader(self.family, kind=kind, tools=body.get("tools"))
-        handle = RemoteHandle(self, response, request, reader, started)
+        whole = _whole_reply(self.url, response, path)  # a server that did not stream
+        thinking = (request.chat_template_kwargs or {}).get("enable_thinking")
+        reader = ChunkReader(self.family, kind=kind, tools=body.get("tools"),
+                             starts_in_reasoning=False if thinking is False
+                             or self.server_splits_reasoning else None)
+        handle = RemoteHandle(self, response, request, reader, started, whole=whole)
         with self._lock:
             self._open = {h for h in self._open if not h.done} | {handle}
         if on_event is not None:
@@ -261,7 +275,9 @@ class RemoteHandle:
     """A reply streaming from the server: ``events()`` once, ``cancel()`` from any thread."""
 
     def __init__(self, engine: RemoteEngine, response: httpx.Response,
-                 request: GenerationRequest, reader: ChunkReader, started: float):
+                 request: GenerationRequest, reader: ChunkReader, started: float,
+                 whole: dict | None = None):
+        """``whole``: the reply, when the server sent it whole instead of streaming it."""
         self.id = f"remote-{uuid.uuid4()}"
         self.request = request
         self.prompt = RemotePrompt()
@@ -272,8 +288,15 @@ class RemoteHandle:
         self._cancel = threading.Event()
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._done = False
-        threading.Thread(target=self._read, args=(response,), name="mlx-notebook-remote",
-                         daemon=True).start()
+        self._response = response
+        self._reading = threading.Lock()
+        self._reader_running = whole is None
+        if whole is not None:
+            for item in (whole, _DONE, _END):
+                self._queue.put(item)
+        else:
+            threading.Thread(target=self._read, args=(response,), name="mlx-notebook-remote",
+                             daemon=True).start()
 
     @property
     def done(self) -> bool:
@@ -281,24 +304,64 @@ class RemoteHandle:
 
     def cancel(self) -> None:
         self._cancel.set()
+        # The reader closes the connection once the server sends something; a server sending
+        # nothing (still reading a long prompt, say) would keep generating for minutes. Shutting
+        # the socket down here wakes the reader's blocked read and tells the server at once.
+        with self._reading:  # never a socket the reader has handed back to the pool
+            if not self._reader_running:
+                return
+            stream = self._response.extensions.get("network_stream")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            try:
+                if sock is not None:
+                    sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # already closed
+                pass
 
     def _read(self, response: httpx.Response) -> None:
-        """On its own thread: the server's ``data:`` objects onto the queue, then ``_END``."""
+        """On its own thread: the server's events' data onto the queue, then ``_DONE`` when
+        the server said the reply is over, and ``_END``."""
+        pending = ""  # an event's data lines so far (most servers send one line per event)
         try:
             for line in response.iter_lines():
                 if self._cancel.is_set():
                     return
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
+                if line.startswith("error:"):  # llama.cpp's own way to say a reply failed
+                    self._queue.put(Error(_error_sentence(self._url, _json_or_text(line[6:])),
+                                          "server_error"))
                     return
-                self._queue.put(json.loads(data))
+                if not line.startswith("data:"):
+                    if not line.strip() and pending:  # an event's end: its data must be whole
+                        raise json.JSONDecodeError("an event's data is not JSON", pending, 0)
+                    continue
+                data = line[5:].removeprefix(" ")
+                if data.strip() == "[DONE]" and not pending:
+                    self._queue.put(_DONE)
+                    return
+                pending = f"{pending}\n{data}" if pending else data
+                if not pending.strip():
+                    pending = ""  # an empty event: a keep-alive
+                    continue
+                try:
+                    item = json.loads(pending)
+                except json.JSONDecodeError:
+                    continue  # the event's data goes on in the next data: line
+                pending = ""
+                if not isinstance(item, dict):
+                    raise json.JSONDecodeError("not a JSON object", data, 0)
+                self._queue.put(item)
+            if pending:
+                raise json.JSONDecodeError("an event's data is not JSON", pending, 0)
         except (httpx.HTTPError, json.JSONDecodeError) as exc:
             if not self._cancel.is_set():
                 self._queue.put(Error(_broken_stream(self._url, exc), "server_error"))
+        except Exception:  # a Stop closed the stream under the reader
+            if not self._cancel.is_set():
+                raise
         finally:
-            response.close()  # after a Stop this is what tells the server to stop
+            with self._reading:
+                self._reader_running = False
+                response.close()  # after a Stop this is what tells the server to stop
             self._queue.put(_END)
 
     def events(self) -> Iterator[EngineEvent]:
@@ -306,7 +369,7 @@ class RemoteHandle:
         ``Error``), as a local request's handle yields them."""
         reader, first = self._reader, None
         yield Started(self.id, prompt_tokens=0, cached_tokens=0)
-        cancelled = False
+        cancelled = ended = False
         while True:
             try:
                 item = self._queue.get(timeout=_POLL_SECONDS)
@@ -315,6 +378,9 @@ class RemoteHandle:
                     cancelled = True
                     break
                 continue
+            if item is _DONE:
+                ended = True
+                continue
             if item is _END:
                 cancelled = self._cancel.is_set()
                 break
@@ -322,14 +388,22 @@ class RemoteHandle:
                 self._done = True
                 yield item
                 return
-            if "error" in item:  # an error object sent mid-stream
+            if item.get("error"):  # an error object sent mid-stream
                 self._done = True
                 yield Error(_error_sentence(self._url, item["error"]), "server_error")
                 return
+            generated = reader.generated
             events = reader.read(item)
-            if events and first is None:
+            if first is None and reader.generated > generated:
                 first = time.perf_counter()
             yield from events
+        if not (cancelled or ended or reader.finish_reason):
+            # The stream ended without [DONE] or a finish reason: the server went away mid-reply
+            # (mlx_lm.server's HTTP/1.0 stream ends as its socket closes, crash or not).
+            self._done = True
+            yield Error(f"The server at {self._url} closed the connection before the reply "
+                        "ended; the reply is partial.", "server_error")
+            return
         now = time.perf_counter()
         tail = reader.finish(cancelled=cancelled)
         usage = reader.usage_event(prompt_tokens_hint=0,
@@ -338,6 +412,8 @@ class RemoteHandle:
         self._done = True
         if self._reader.usage is not None:
             self._engine.cached_tokens_reported = self.cached_tokens_reported
+        if reader.server_splits_reasoning:
+            self._engine.server_splits_reasoning = True
         yield from tail[:-1]
         yield usage
         yield tail[-1]
@@ -354,13 +430,51 @@ class RemoteHandle:
 
 
 # -- errors as one sentence -------------------------------------------------------------------
-def _api_root(url: str) -> str:
-    url = url.strip().rstrip("/")
-    if not re.match(r"^https?://", url):
-        raise EngineError(f"'{url}' is not an http(s) URL; give one like http://127.0.0.1:8080/v1.")
-    for suffix in ("/chat/completions", "/completions"):
-        url = url.removesuffix(suffix)
-    return url if url.endswith("/v1") else f"{url}/v1"
+def _api_root(url: str) -> tuple[str, list[tuple[str, str]]]:
+    """The API's root URL and the query parameters every request carries (an Azure-style
+    ``?api-version=``). ``/v1`` is added to a bare host only: a server whose API lives under
+    another path (Gemini's ``/v1beta/openai``) is given with it."""
+    text = url.strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise EngineError(f"'{text}' is not an http(s) URL; give one like http://127.0.0.1:8080/v1.")
+    path = parts.path.rstrip("/")
+    for suffix in ("/chat/completions", "/completions", "/models"):
+        path = path.removesuffix(suffix)
+    root = f"{parts.scheme}://{parts.netloc}{path or '/v1'}"
+    return root, parse_qsl(parts.query, keep_blank_values=True)
+
+
+def _whole_reply(url: str, response: httpx.Response, path: str) -> dict | None:
+    """None for an event stream; the reply itself when the server sent JSON instead (it
+    ignored ``stream``); raises for anything else, which no OpenAI-compatible API sends."""
+    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type in ("text/event-stream", "", "text/plain", "application/x-ndjson"):
+        return None
+    try:
+        response.read()
+    finally:
+        response.close()
+    if content_type == "application/json":
+        try:
+            reply = response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            reply = None
+        if isinstance(reply, dict) and reply.get("error"):
+            raise EngineRequestError(_error_sentence(url, reply["error"]), type="server_error")
+        if isinstance(reply, dict) and isinstance(reply.get("choices"), list):
+            return reply
+    text = " ".join(response.text.split())[:120]
+    raise EngineError(f"The server at {url} answered {path} with {content_type} ({text!r}), not "
+                      "an OpenAI event stream; check the URL (a proxy or a login page?).")
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return text.strip()
+    return value.get("error", value) if isinstance(value, dict) and "message" not in value else value
 
 
 def _transport_error(url: str, exc: httpx.HTTPError, timeout: float) -> EngineError:
@@ -381,26 +495,38 @@ def _reason(exc: Exception) -> str:
 def _http_error(url: str, response: httpx.Response, path: str) -> EngineError:
     status = response.status_code
     try:
-        error = response.json().get("error")
-    except (json.JSONDecodeError, AttributeError, UnicodeDecodeError):
-        error = None
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = None
+    # OpenAI's {"error": {...}}, mlx_lm.server's {"error": "..."}, vLLM's older top-level
+    # {"message": ...} and FastAPI's {"detail": ...}.
+    error = None
+    if isinstance(body, dict):
+        error = body.get("error") or body.get("message") or body.get("detail")
+    if isinstance(error, str):
+        error = {"message": error}
     if status in (401, 403):
         return EngineError(f"The server at {url} refused the API key (HTTP {status}); pass the "
                            "right one with --api-key.")
-    if not isinstance(error, dict):
+    default_type = ("server_error" if status >= 500 else
+                    "rate_limit_error" if status == 429 else "invalid_request_error")
+    retry = response.headers.get("retry-after")
+    later = f" Retry after {retry} s." if status == 429 and retry and retry.isdigit() else ""
+    if not isinstance(error, dict) or not error.get("message"):
         if status == 404:
             return EngineError(f"The server at {url} has no {path} (HTTP 404); give the URL of "
                                "an OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1.")
-        return EngineRequestError(f"The server at {url} answered HTTP {status} to {path}.",
-                                  type="server_error" if status >= 500 else "invalid_request_error")
+        return EngineRequestError(f"The server at {url} answered HTTP {status} to {path}.{later}",
+                                  type=default_type)
     return EngineRequestError(
-        _error_sentence(url, error, status), param=error.get("param"),
-        type=error.get("type") or ("server_error" if status >= 500 else "invalid_request_error"),
+        _error_sentence(url, error, status) + later, param=error.get("param"),
+        type=error.get("type") if isinstance(error.get("type"), str) else default_type,
         code=error.get("code") or ("model_not_found" if status == 404 else None))
 
 
 def _error_sentence(url: str, error: Any, status: int | None = None) -> str:
-    message = error.get("message") if isinstance(error, dict) else str(error)
+    message = error.get("message") if isinstance(error, dict) else error
+    message = message if isinstance(message, str) else json.dumps(message)
     where = f"The server at {url}" + (f" (HTTP {status})" if status else "")
     return f"{where}: {str(message or 'no reason given').rstrip('.')}."
 
@@ -409,5 +535,6 @@ def _broken_stream(url: str, exc: Exception) -> str:
     if isinstance(exc, httpx.TimeoutException):
         return f"The server at {url} stopped sending mid-reply (timed out); the reply is partial."
     if isinstance(exc, json.JSONDecodeError):
-        return f"The server at {url} sent a chunk that is not JSON; the reply is partial."
+        return (f"The server at {url} sent a chunk that is not a JSON object "
+                f"({exc.doc[:60]!r}); the reply is partial.")
     return f"The connection to {url} broke mid-reply ({_reason(exc)}); the reply is partial."

@@ -80,3 +80,37 @@ def test_completion_text_and_a_cancelled_reply():
     events = [e for c in [_chunk(text="Paris"), _chunk(text=".")] for e in reader.read(c)]
     assert _texts(events, ContentDelta) == "Paris."
     assert reader.finish(cancelled=True)[-1] == Finished("cancelled")
+
+
+def test_a_reasoning_field_sent_under_both_names_is_read_once():
+    events = _read(ChunkReader("qwen3"), [_chunk({"reasoning": "Hm.", "reasoning_content": "Hm."}),
+                                          _chunk({"content": "Yes."}, "stop")])
+    assert (_texts(events, ReasoningDelta), _texts(events, ContentDelta)) == ("Hm.", "Yes.")
+
+
+def test_a_family_whose_prompt_opens_reasoning_keeps_content_once_the_server_splits_it():
+    # deepseek_r1's template ends the prompt inside <think>: raw text is reasoning until
+    # </think>. A server that sends a reasoning field has already taken </think> out.
+    reader = ChunkReader("deepseek_r1")
+    events = _read(reader, [_chunk({"reasoning_content": "Add them."}),
+                            _chunk({"content": "\n\n42."}, "stop")])
+    assert (_texts(events, ReasoningDelta), _texts(events, ContentDelta)) == ("Add them.", "\n\n42.")
+    # Raw text from a server that splits nothing is still split here.
+    events = _read(ChunkReader("deepseek_r1"), [_chunk({"content": "Add them.</think>\n\n42."}, "stop")])
+    assert (_texts(events, ReasoningDelta), _texts(events, ContentDelta)) == ("Add them.", "\n\n42.")
+    # Thinking turned off, or a server known to split: content from the first token.
+    events = _read(ChunkReader("deepseek_r1", starts_in_reasoning=False), [_chunk({"content": "42."}, "stop")])
+    assert _texts(events, ContentDelta) == "42."
+
+
+def test_tool_call_fragments_of_unusual_shapes_make_one_call():
+    chunks = [
+        _chunk({"tool_calls": [{"index": None, "id": "c1", "function": {"name": "get_weather"}}]}),
+        _chunk({"tool_calls": [{"function": {"arguments": '{"city": '}}]}),
+        _chunk({"tool_calls": [{"function": {"arguments": '"Paris"}'}}]}),
+        _chunk({"tool_calls": [{"id": "c2", "function": {"name": "get_time", "arguments": {"tz": "CET"}}}]}),
+        _chunk(finish="tool_calls"),
+    ]
+    calls = [e for e in _read(ChunkReader("qwen3"), chunks) if type(e) is ToolCall]
+    assert [(c.id, c.name, c.arguments) for c in calls] == [
+        ("c1", "get_weather", {"city": "Paris"}), ("c2", "get_time", {"tz": "CET"})]
