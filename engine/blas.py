@@ -339,6 +339,11 @@ def _defined_dynamic_symbols(library: Path) -> list[str]:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:]:
+        print("usage: python -m mlx_notebook.engine.blas\n\nPrints the LD_PRELOAD value a Linux "
+              "CPU process should start with (an optimised BLAS, then jemalloc), or nothing; "
+              "MLX_NOTEBOOK_BLAS and MLX_NOTEBOOK_MALLOC choose (see the module's docstring).")
+        sys.exit(0 if sys.argv[1] in ("-h", "--help") else 2)
     chosen = choose_blas()
     if chosen.library is not None:
         print(chosen.preload)

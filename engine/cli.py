@@ -108,7 +108,9 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mlx-notebook", description="Manage mlx-notebook's offline model store.")
+    parser = argparse.ArgumentParser(prog="mlx-notebook", description="Manage mlx-notebook's offline model store, ask the "
+                                     "default model a question (demo) and serve a model over HTTP "
+                                     "(serve).")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -133,8 +135,8 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="load a model and print its greedy reply to a question")
     demo.add_argument("spec", nargs="?", default=DEFAULT_MODEL, help="model spec (default: the default model)")
-    demo.add_argument("--prompt", default=DEMO_PROMPT, help="the question to ask")
-    demo.add_argument("--max-tokens", type=int, default=64, help="reply length limit")
+    demo.add_argument("--prompt", default=DEMO_PROMPT, help="the question to ask (default: %(default)r)")
+    demo.add_argument("--max-tokens", type=int, default=64, help="reply length limit (default: %(default)s)")
     demo.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
     demo.set_defaults(run=_demo)
 

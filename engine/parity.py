@@ -268,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mlx_notebook.engine.parity",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("model_dir", help="an mlx-lm model directory")
-    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--max-tokens", type=int, default=48,
+                        help="reply length limit for every case (default: %(default)s)")
     parser.add_argument("--draft-model", default=None, metavar="DIR",
                         help="a draft model directory: both sides decode speculatively")
     parser.add_argument("--over-http", action="store_true",

@@ -377,7 +377,9 @@ class MlxMagics(Magics):
               help="Print what the engine panel shows as JSON: model, health, live and recent "
                    "requests, prompt cache (the layout is in mlx_notebook/panel.py).")
     def _status(self, line: str):
-        """The loaded model, its memory, the engine's health and its active requests."""
+        """The loaded model, its memory, the engine's health and its active requests; what
+        %mlx serve is serving (each HTTP request with its client's address) and the models
+        loaded with %load_model --name."""
         args = _parse(self._status, line, "%mlx status")
         if args.json:
             display(reports.text(json.dumps(self.panel.snapshot(), indent=1)))
@@ -468,7 +470,8 @@ class MlxMagics(Magics):
     @magic_arguments(name="mlx cache")
     @argument("--tree", action="store_true",
               help="Draw the cached prompts as a tree, shared prefixes merged, with each "
-                   "entry's bytes, hits and age.")
+                   "entry's bytes, kind, hits and age, and where each session's next turn "
+                   "picks up.")
     def _cache(self, line: str):
         """The prompt cache: entries, tokens, bytes, and the last lookups' hits and misses."""
         args = _parse(self._cache, line, "%mlx cache")
@@ -585,7 +588,7 @@ class MlxMagics(Magics):
 
     @magic_arguments(name="mlx config")
     @argument("settings", nargs="*", metavar="KEY=VALUE",
-              help="A %%chat/%%complete flag without its dashes and its value, e.g. temperature=0.7, "
+              help="A %%%%chat/%%%%complete flag without its dashes and its value, e.g. temperature=0.7, "
                    "think=false, session=math, tools=get_weather; KEY= removes it. No settings "
                    "shows the current defaults.")
     def _config(self, line: str):

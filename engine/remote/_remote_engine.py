@@ -33,7 +33,7 @@ from .._events import EngineEvent, Error, Started
 from ..models._info import ModelInfo
 from ..parsing import get_family
 from ..parsing._families import ALIASES
-from ..request._admission import GenerationRequest, admit
+from ..request._admission import DEFAULT_MODEL_ALIAS, GenerationRequest, admit
 from ..request._prompt_cache import CacheInfo
 from ._chunk_reader import ChunkReader
 
@@ -120,14 +120,14 @@ class RemoteEngine:
             # No model list (mlx_lm.server's fails without a Hugging Face cache): the server
             # still serves. "default_model" is what mlx_lm.server and our listener call the
             # model they loaded; another server says so at the first request.
-            return model or "default_model"
+            return model or DEFAULT_MODEL_ALIAS
         if model is None:
             if len(listed) == 1:
                 return listed[0]
             raise EngineError(
                 f"The server at {self.url} serves {', '.join(listed)}; pick one with --model."
                 if listed else f"The server at {self.url} lists no models; name one with --model.")
-        if listed and model not in listed and model != "default_model":
+        if listed and model not in listed and model != DEFAULT_MODEL_ALIAS:
             raise EngineError(f"The server at {self.url} has no model '{model}' (HTTP 404); it "
                               f"serves {', '.join(listed)}.")
         return model

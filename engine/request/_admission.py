@@ -538,13 +538,18 @@ def _refuse_unsupported(body) -> None:
         _fail("'parallel_tool_calls' must be true or false.", "parallel_tool_calls")
 
 
+DEFAULT_MODEL_ALIAS = "default_model"
+"""What a request without ``model`` is answered as, and a name every server accepts for the
+one it serves (``mlx_lm.server``'s convention)."""
+
+
 def _model(body, accepted_models) -> str:
     model = body.get("model")
     if model is None:
-        return "default_model"
+        return DEFAULT_MODEL_ALIAS
     if not isinstance(model, str):
         _fail("'model' must be a string.", "model")
-    if accepted_models is not None and model not in accepted_models and model != "default_model":
+    if accepted_models is not None and model not in accepted_models and model != DEFAULT_MODEL_ALIAS:
         # Suggest the name /v1/models lists, not the directory it was loaded from.
         known = sorted((m for m in accepted_models if m), key=lambda m: ("/" in m, len(m), m))[:1]
         _fail(

@@ -30,6 +30,7 @@ from .._engine import several_prompts, submit_each
 from .._errors import EngineDeadError, EngineError, EngineRequestError
 from .._events import Error, Finished, TokenLogprobs
 from ..request import _responses as responses
+from ..request._admission import DEFAULT_MODEL_ALIAS
 from ..request._handle import RequestHandle
 from ..request._job import PACE_SECONDS, TEXT_EVENTS, urgent
 
@@ -206,7 +207,8 @@ class HealthHandler(_Base):
 class ModelsHandler(_Base):
     """``GET /v1/models``: the one loaded model, as ``mlx_lm.server`` lists models;
     ``GET /v1/models/{id}``: that model's object, as OpenAI answers it (the server answers
-    with the list filtered to it), or 404 when the engine serves another."""
+    with the list filtered to it), or 404 when the engine serves another. ``default_model``,
+    the name a response without ``model`` carries, is the loaded model too."""
 
     def get(self, model_id: str | None = None) -> None:
         if not self.authorized():
@@ -218,8 +220,9 @@ class ModelsHandler(_Base):
                      "created": self.listener.created, "owned_by": "mlx-notebook"}
         if not model_id:
             self.finish({"object": "list", "data": [model] if model else []})
-        elif model is not None and model_id in (model["id"], engine.model_info.path):
-            self.finish(model)
+        elif model is not None and model_id in (model["id"], engine.model_info.path,
+                                                DEFAULT_MODEL_ALIAS):
+            self.finish({**model, "id": model_id})  # the id a response named is the id asked
         else:
             served = f"; this listener serves {model['id']!r}" if model else ""
             self.fail(404, f"The model {model_id!r} is not loaded{served}.", param="model",

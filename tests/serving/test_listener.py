@@ -179,6 +179,10 @@ def test_one_model_is_retrieved_by_its_id_and_another_is_a_404(tiny_listener, ti
     name = tiny_engine.model_info.name
     model = client.models.retrieve(name)
     assert (model.id, model.object, model.owned_by) == (name, "model", "mlx-notebook")
+    # The name a reply without 'model' carries is the loaded model too.
+    answered = client.chat.completions.create(messages=[{"role": "user", "content": "Hi"}],
+                                              model="default_model", max_tokens=1)
+    assert client.models.retrieve(answered.model).id == "default_model"
     with pytest.raises(openai.NotFoundError) as caught:
         client.models.retrieve("gpt-4")
     assert caught.value.body["code"] == "model_not_found" and repr(name) in caught.value.body["message"]
