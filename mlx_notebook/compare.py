@@ -115,6 +115,15 @@ def compare_turns(sides: list[Turn], labels: list[str], *, same_model: bool = Tr
     return Comparison(sides, labels, at, by="text", marks=marks, _session=session)
 
 
+def cut_alike(a: Any, b: Any) -> bool:
+    """Whether two engines' replies are made of the same tokens: one engine, or one model
+    loaded twice (its directory, or a server's URL and model name, alike)."""
+    if a is b:
+        return True
+    first, second = a.model_info, b.model_info
+    return (first.path, first.name) == (second.path, second.name)
+
+
 def _divergence_line(comparison: Comparison) -> str:
     at = comparison.diverges_at
     tokens = [turn.logprobs or [] for turn in comparison.sides]
@@ -258,4 +267,4 @@ def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: li
                 pane.finish(turn)
     if failures:
         raise failures[0]
-    return compare_turns(sides, labels, same_model=engines[0] is engines[1], session=session)
+    return compare_turns(sides, labels, same_model=cut_alike(*engines), session=session)

@@ -744,7 +744,7 @@ class MlxMagics(Magics):
 
     def _compare(self, engines: list[Any], sides: list[Turn], labels: list[str], args: Any,
                  session: Any, **run_options: Any) -> Any:
-        from .compare import compare_turns, comparison_mimebundle, run_comparison
+        from .compare import compare_turns, comparison_mimebundle, cut_alike, run_comparison
 
         views, handle = None, None
         if not args.no_stream and _in_kernel(self.shell):
@@ -768,7 +768,7 @@ class MlxMagics(Magics):
         finally:
             if handle is not None:  # the live row gives way to the static comparison
                 # Interrupted, run_comparison returned nothing: show how far both sides got.
-                shown = comparison or compare_turns(sides, labels, same_model=engines[0] is engines[1])
+                shown = comparison or compare_turns(sides, labels, same_model=cut_alike(*engines))
                 data, metadata = comparison_mimebundle(shown)
                 handle.update(data, metadata=metadata, raw=True)
                 row.close()

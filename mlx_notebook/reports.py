@@ -111,10 +111,13 @@ def status(engine: Any, listener: Any = None) -> Report:
     if engine is None:
         return text("No model is loaded; run %load_model.")
     info = engine.model_info
+    remote = _get(info, "model_type") == "remote"
+    memory = ("memory: the server's own (remote)" if remote else
+              f"memory: {_size(_get(info, 'memory_bytes'))} of weights; MLX active "
+              f"{_size(mx.get_active_memory())}, peak {_size(mx.get_peak_memory())}")
     lines = [
         f"model: {_get(info, 'name')} ({_get(info, 'model_type')}) at {_get(info, 'path')}",
-        f"memory: {_size(_get(info, 'memory_bytes'))} of weights; MLX active "
-        f"{_size(mx.get_active_memory())}, peak {_size(mx.get_peak_memory())}",
+        memory,
         f"engine: {'healthy' if engine.healthy else 'stopped'}",
         f"active requests: {engine.active_requests}",
     ]

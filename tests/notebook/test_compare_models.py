@@ -153,3 +153,21 @@ def test_unloading_the_extension_closes_every_model(tiny_reasoner_path):
     assert all(engine.healthy for engine in engines)
     shell.run_line_magic("unload_ext", "mlx_notebook")
     assert not any(engine.healthy for engine in engines)
+
+
+def test_one_model_loaded_twice_is_compared_by_tokens(tiny_reasoner_path):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell()
+    shell.history_manager.enabled = False
+    shell.run_line_magic("load_ext", "mlx_notebook")
+    try:
+        for line in (f"{tiny_reasoner_path} --no-progress", f"{tiny_reasoner_path} --name b --no-progress"):
+            assert shell.run_cell(f"%load_model {line}").success
+        result = shell.run_cell(f"%%chat --max-tokens 6 --compare model=default model=b\n{SUM}")
+        assert result.success, result.error_in_exec
+        comparison = shell.user_ns["_"]
+        assert comparison.by == "token" and comparison.diverges_at is None
+        assert "cut text into different tokens" not in str(comparison)
+    finally:
+        shell.run_line_magic("unload_ext", "mlx_notebook")

@@ -169,6 +169,9 @@ def test_what_needs_a_local_model_says_so(shell, tiny_listener):
                        f"server at {tiny_listener.url}, out of reach; load the model locally to "
                        "inspect them.")
     assert "remote" in _error(shell, "%mlx trace _")
+    # The kernel's own MLX memory says nothing about the server's.
+    status = _run(shell, "%mlx status")
+    assert "memory: the server's own (remote)" in status and "MLX active" not in status
 
 
 @pytest.mark.parametrize("name, family", [
