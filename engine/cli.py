@@ -15,7 +15,8 @@ from .models._store import DEFAULT_MODEL, cache_dir, import_gguf_file, remove_en
 __all__ = ["main"]
 
 DEMO_PROMPT = "What is the capital of France? Answer in one sentence."
-_DTYPE_HELP = ("auto (default): float32 for a small model on a CPU, where BLAS makes it fast, "
+_DTYPE_HELP = ("auto (default): float32 for a model of at most 2B parameters on a CPU, where "
+               "BLAS makes it fast, "
                "else the model's own; keep: the file's quantization; float32 or bfloat16: dequantize")
 
 _ORIGINS_HELP = ("comma-separated web origins whose pages may call the API from a browser "
@@ -51,7 +52,9 @@ def _models(args: argparse.Namespace) -> None:
         print("No models cached yet: run `mlx-notebook fetch` to get the default model.")
         return
     for entry in entries:
-        print(f"{entry.name:<48} {format_bytes(entry.size_bytes):>10}")
+        # engine/blas.py keeps its patched copy of PyPI's OpenBLAS in the store too.
+        what = "  (OpenBLAS for the CPU fast path, not a model)" if entry.name == "blas" else ""
+        print(f"{entry.name:<48} {format_bytes(entry.size_bytes):>10}{what}")
         for stored in entry.paths:
             print(f"  {format_bytes(stored.size_bytes):>10}  {stored.path}")
     print("Remove one with `mlx-notebook models --remove NAME` (a name or a path listed above).")

@@ -162,8 +162,8 @@ class MlxMagics(Magics):
               help="smollm2-135m-instruct (default), tiny-reasoner, a .gguf file, an mlx-lm "
                    "model directory or a Hugging Face repo id in the local cache.")
     @argument("--dtype", choices=["auto", "keep", "float32", "bfloat16"], default=None,
-              help="What the weights compute in: auto (default: float32 for small models on a "
-                   "Linux CPU, where it is the fast path, the model's own elsewhere), keep the "
+              help="What the weights compute in: auto (default: float32 for models of at most 2B "
+                   "parameters on a Linux CPU, where it is the fast path, the model's own elsewhere), keep the "
                    "model's own (a GGUF's quantization), or float32/bfloat16.")
     @argument("--prompt-cache-bytes", type=parse_bytes, default=None, metavar="SIZE",
               help="Memory the prompt cache may use, e.g. 512MB or 2GiB.")

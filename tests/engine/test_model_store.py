@@ -201,6 +201,13 @@ def test_cli_models_lists_every_byte_once_per_model_in_decimal_units(empty_store
     assert out[2].split() == ["93.9", "MB", "gguf/SmolLM2-135M-Instruct.Q4_1.gguf"]
     assert out[3].split() == ["538.0", "MB", "models/smollm2-135m-instruct-float32"]
     assert out[5].split() == ["tiny-reasoner", "1.1", "MB"]
+    assert [line for line in out if line.startswith("blas ")] == []
+    (empty_store / "blas" / "0123").mkdir(parents=True)
+    (empty_store / "blas" / "0123" / "libmlx_notebook_openblas.so").write_bytes(b"x" * 2000)
+    assert cli_main(["models"]) == 0
+    (blas,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("blas ")]
+    assert blas.split()[1:] == ["2.0", "kB", "(OpenBLAS", "for", "the", "CPU", "fast", "path,",
+                                "not", "a", "model)"]
     assert out[-1] == "Remove one with `mlx-notebook models --remove NAME` (a name or a path listed above)."
 
 
