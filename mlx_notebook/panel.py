@@ -227,16 +227,20 @@ class EnginePanel:
                 self.comms.remove(comm)
 
     def _receive(self, comm: Any, msg: dict) -> None:
-        data = msg.get("content", {}).get("data") or {}
+        data = (msg.get("content") or {}).get("data")
+        data = data if isinstance(data, dict) else {}  # another front end's message: ignored
         kind = data.get("kind")
         if kind == "stop":
             self.stop(str(data.get("id")))
         elif kind == "stop_all":
             self.stop()
-        elif kind == "clear_cache":
-            engine = self.engine()
-            if engine is not None:
+        elif kind == "clear_cache" and (engine := self.engine()) is not None:
+            from mlx_notebook.engine import EngineError  # loaded with the engine already
+
+            try:
                 engine.clear_prompt_cache()
+            except EngineError:  # a remote server's cache is out of reach: nothing to clear
+                pass
         self._send(comm)
 
     def _send(self, comm: Any) -> None:

@@ -94,6 +94,10 @@ def test_clear_cache_over_the_comm_empties_the_prompt_cache(reasoner_shell):
     assert comm.snapshots[0]["engine"]["cache"]["entries"] >= 1
     after = comm.message(kind="clear_cache")
     assert (after["engine"]["cache"]["entries"], after["engine"]["cache"]["bytes"]) == (0, 0)
+    # Another front end's message, not an object: answered with a snapshot, nothing raised.
+    comm.handlers["msg"]({"content": {"data": ["clear_cache"]}})
+    comm.handlers["msg"]({"content": None})
+    assert len(comm.snapshots) == 4
     comm.handlers["close"]({})
     assert comm not in magics_of(reasoner_shell).panel.comms
 
