@@ -16,7 +16,10 @@ from mlx_notebook.engine import ContentDelta, EngineEvent, Error, ParseProblem, 
 
 from .turn import Turn
 
-__all__ = ["TerminalView"]
+__all__ = ["TerminalView", "TOOL_RESULT_SHOWN"]
+
+TOOL_RESULT_SHOWN = 500
+"""Characters of a tool's result a terminal shows; the turn keeps all of it."""
 
 
 class TerminalView:
@@ -59,6 +62,9 @@ class TerminalView:
 
     def tool_result(self, call_id: str, result: Any = None, error: str | None = None) -> None:
         outcome = f"error: {error}" if error is not None else repr(result)
+        if len(outcome) > TOOL_RESULT_SHOWN:  # a page of JSON would bury the reply
+            outcome = (f"{outcome[:TOOL_RESULT_SHOWN]}… ({len(outcome):,} characters; the "
+                       "turn's tool_calls hold it whole)")
         self._start("line", f"[tool result] {outcome}")
 
     def finish(self, turn: Turn) -> None:

@@ -50,6 +50,15 @@ def test_tool_calls_and_results_get_a_line_each():
                      "[tool result] {'temperature_c': 18}\n")
 
 
+def test_a_long_tool_result_is_shortened_on_screen_only():
+    rows = [{"id": i, "name": f"row {i}"} for i in range(200)]
+    shown = _shown([ToolCall(0, "call_1", "query", {}, "")], results=[("call_1", rows, None)])
+    line = shown.splitlines()[1]
+    assert line.startswith("[tool result] [{'id': 0, 'name': 'row 0'}")
+    assert line.endswith(f"… ({len(repr(rows)):,} characters; the turn's tool_calls hold it whole)")
+    assert len(line) < 600
+
+
 def test_completions_keep_their_edges_and_interrupts_are_marked():
     shown = _shown([ContentDelta(" Paris"), ContentDelta(".\n")], trim_edges=False,
                    interrupted=True)
