@@ -193,10 +193,15 @@ class Engine:
         if not self.healthy:
             raise EngineDeadError(self._thread.dead_message)
 
+    def admit(self, body: Mapping[str, Any], *, kind: str = "chat") -> GenerationRequest:
+        """Check ``body`` as ``submit`` does, against this model's vocabulary and context,
+        without running it; raises ``EngineRequestError`` naming what is wrong."""
+        return admit(body, kind=kind, config=self.config,
+                     accepted_models=self._accepted_models, limits=self._limits)
+
     def _prepare(self, body, kind: str) -> tuple[GenerationRequest, RenderedPrompt]:
         self._check_alive()
-        request = admit(body, kind=kind, config=self.config,
-                        accepted_models=self._accepted_models, limits=self._limits)
+        request = self.admit(body, kind=kind)
         # Templates render in parallel on the callers' threads; only tokenizing takes the
         # lock (HF fast tokenizers are not safe for concurrent use).
         prompt = render(request, self.tokenizer, model_type=self.model_info.model_type,

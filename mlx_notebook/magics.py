@@ -607,7 +607,7 @@ class MlxMagics(Magics):
             if value == "":
                 changes[key] = None
                 continue
-            changes[key] = config_fragment(key, value)
+            changes[key] = config_fragment(key, value, self.engine)
             _parse(self.chat, changes[key], f"%mlx config {key}")  # validated as the cell would be
         for key, fragment in changes.items():
             if fragment is None:

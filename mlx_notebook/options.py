@@ -213,11 +213,12 @@ _BODY_KEYS: dict[str, Callable[[str], Any]] = {
 }
 
 
-def config_fragment(key: str, value: str) -> str:
+def config_fragment(key: str, value: str, engine: Any = None) -> str:
     """``think=false`` -> ``--no-think``, ``raw=true`` -> ``--raw``, ``top_p=0.9`` -> ``--top-p 0.9``.
 
     Raises UsageError for a value the engine would refuse: set as a default, it would fail
-    every later cell, far from where it was written.
+    every later cell, far from where it was written. With the loaded ``engine``, its model's
+    limits (context, vocabulary) count too.
     """
     truth = value.strip().lower()
     if key == "think":
@@ -230,11 +231,11 @@ def config_fragment(key: str, value: str) -> str:
             raise UsageError(f"%mlx config: {key} is a switch; write {key}=true, or {key}= to remove it.")
         return f"--{key.replace('_', '-')}"
     if key in _BODY_KEYS:
-        _check_with_engine(key, value)
+        _check_with_engine(key, value, engine)
     return f"--{key.replace('_', '-')} {shlex.quote(value)}"
 
 
-def _check_with_engine(key: str, value: str) -> None:
+def _check_with_engine(key: str, value: str, engine: Any = None) -> None:
     """Admit a one-message request holding the value, as the engine admits a cell's: its
     ranges live there, once, for the server and the magics alike."""
     try:
@@ -244,7 +245,10 @@ def _check_with_engine(key: str, value: str) -> None:
     body = {"messages": [{"role": "user", "content": "."}],
             **body_fields(argparse.Namespace(**{key: parsed}))}
     try:
-        admit(body, kind="chat", config=EngineConfig())
+        if engine is not None:
+            engine.admit(body, kind="chat")
+        else:
+            admit(body, kind="chat", config=EngineConfig())
     except EngineRequestError as exc:
         message = exc.message.replace(f"'{exc.param}'", key) if exc.param else exc.message
         raise UsageError(f"%mlx config: {message}") from None

@@ -192,6 +192,11 @@ class RemoteEngine:
                           "from here.")
 
     # -- the request path ------------------------------------------------------------------------
+    def admit(self, body: Mapping[str, Any], *, kind: str = "chat") -> GenerationRequest:
+        """Check ``body`` as ``submit`` does (the server may still refuse what only it knows,
+        such as its model's context), without sending it."""
+        return admit(body, kind=kind, config=self.config)
+
     def submit(self, body: Mapping[str, Any], *, kind: str = "chat",
                on_event: Callable[[EngineEvent], None] | None = None) -> "RemoteHandle":
         """Check ``body`` as a local request is checked, send it streaming, and return its
@@ -201,7 +206,7 @@ class RemoteEngine:
         if self._closed:
             raise EngineDeadError(f"The connection to {self.url} was closed; run "
                                   "%load_model --remote again.")
-        request = admit(body, kind=kind, config=self.config)
+        request = self.admit(body, kind=kind)
         send = {**body, "model": self.model, "stream": True,
                 "stream_options": {"include_usage": True}}
         path = "/chat/completions" if kind == "chat" else "/completions"

@@ -875,6 +875,17 @@ def test_config_refuses_what_no_cell_could_use_and_keeps_the_defaults(bare_shell
     assert magics_of(bare_shell).defaults == {"seed": "--seed 1"}
 
 
+@pytest.mark.model
+def test_config_checks_values_against_the_loaded_models_limits(reasoner_shell, capsys):
+    before = dict(magics_of(reasoner_shell).defaults)
+    fails_with(reasoner_shell, "%mlx config max_tokens=10000000",
+               "%mlx config: max_tokens must be at most 2048 (the model's context), got 10000000.",
+               capsys)
+    fails_with(reasoner_shell, "%mlx config logit_bias=999999=5",
+               '%mlx config: logit_bias token ids must be between 0 and 399, got "999999".', capsys)
+    assert magics_of(reasoner_shell).defaults == before
+
+
 def test_config_accepts_dashed_keys_as_the_flags_spell_them(bare_shell, capsys):
     result, out, err = run(bare_shell, "%mlx config max-tokens=3", capsys)
     assert result.success, err
