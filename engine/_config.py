@@ -92,12 +92,17 @@ class EngineConfig:
 
         for name in ("model_spec", "adapter_path", "draft_model"):
             value = getattr(self, name)
-            set_(name, None if value is None else str(value))
+            value = None if value is None else str(value)
+            # An empty adapter or draft is none (an empty model_spec is the default model).
+            set_(name, None if name != "model_spec" and value is not None and not value.strip()
+                 else value)
         set_("dtype", "auto" if self.dtype is None else self.dtype)
         set_("chat_template_args", dict(self.chat_template_args or {}))
         set_("default_sampling", dict(self.default_sampling or {}))
-        set_("prompt_cache_bytes", DEFAULT_PROMPT_CACHE_BYTES if self.prompt_cache_bytes is None
-             else int(self.prompt_cache_bytes))
+        budget = self.prompt_cache_bytes
+        if isinstance(budget, float) and budget.is_integer():  # 2e9
+            budget = int(budget)
+        set_("prompt_cache_bytes", DEFAULT_PROMPT_CACHE_BYTES if budget is None else budget)
         _check(self)
 
     def sampling_default(self, name: str) -> Any:
@@ -105,6 +110,30 @@ class EngineConfig:
         if name in self.default_sampling:
             return self.default_sampling[name]
         return SAMPLING_DEFAULTS.get(name)
+
+
+MIN_KV_SIZE = 8
+"""The smallest rotating KV cache: mlx-lm's keeps the first 4 tokens, and a window not much
+larger than them leaves the model nothing to read."""
+MAX_KV_SIZE = 2**30
+
+
+def _check_template_text(template: str) -> None:
+    """A chat template given by the user compiles; refused here, before a loaded model is
+    given up for it, in words about the user's template rather than the model's."""
+    from ._errors import EngineError
+
+    if not isinstance(template, str) or not template.strip():
+        raise EngineError("The chat template given is empty: give a Jinja template, or leave it "
+                          "out to use the model's own.")
+    from jinja2 import TemplateSyntaxError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    try:
+        ImmutableSandboxedEnvironment().parse(template)
+    except TemplateSyntaxError as exc:
+        raise EngineError(f"The chat template given has a syntax error on line {exc.lineno} "
+                          f"({exc.message}); fix it.") from None
 
 
 def _check(config: EngineConfig) -> None:
@@ -130,14 +159,21 @@ def _check(config: EngineConfig) -> None:
         raise EngineError("reasoning_field must be 'reasoning' or 'reasoning_content'.")
     if config.dtype not in DTYPES:
         raise EngineError(f"Unknown dtype {config.dtype!r}: use one of {', '.join(DTYPES)}.")
-    for name, least in (("prefill_step_size", 1), ("max_kv_size", 1), ("decode_concurrency", 1),
-                        ("prefill_concurrency", 1), ("prompt_cache_entries", 1),
-                        ("prompt_cache_bytes", 0)):
+    for name, least in (("prefill_step_size", 1), ("max_kv_size", MIN_KV_SIZE),
+                        ("decode_concurrency", 1), ("prefill_concurrency", 1),
+                        ("prompt_cache_entries", 1), ("prompt_cache_bytes", 0)):
         value = getattr(config, name)
         if value is None and name in ("prefill_step_size", "max_kv_size"):
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise EngineError(f"{name} must be a whole number of at least {least}, not {value!r}.")
+    if config.max_kv_size is not None and config.max_kv_size > MAX_KV_SIZE:
+        # mlx's attention offsets are 32-bit: past 2**31 every step fails, and just below it
+        # the rotating cache's positions wrap and the model answers garbage.
+        raise EngineError(f"max_kv_size must be at most {MAX_KV_SIZE:,} tokens, not "
+                          f"{config.max_kv_size:,}.")
+    if config.chat_template is not None:
+        _check_template_text(config.chat_template)
     unknown = set(config.default_sampling) - set(SAMPLING_DEFAULTS)
     if unknown:
         raise EngineError(

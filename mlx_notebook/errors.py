@@ -83,6 +83,9 @@ def no_model_error(magic: str) -> UsageError:
 
 def _sentence(text: str) -> str:
     text = text.strip() or "the engine failed without a message"
-    if len(text) > 1 and text[0].isupper() and text[1].islower():
-        text = text[0].lower() + text[1:]  # it follows "%magic: "
+    first = text.split(" ", 1)[0].rstrip(",:;")
+    # It follows "%magic: ": an ordinary first word loses its capital, a name keeps it
+    # (Qwen/Qwen3-0.6B, Models/mine, SmolLM2).
+    if first[:1].isupper() and first[1:].islower() and first.isalpha():
+        text = text[0].lower() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."

@@ -224,9 +224,18 @@ class MlxMagics(Magics):
         # %mlx serve answers 503 meanwhile and then serves the new model.
         if self.listener is not None:
             self.listener.engine = None
+        reload = _reload_line(self.engine)
         self._close_engine()
-        with as_usage_errors("%load_model"):
-            self.engine = Engine(config=config)
+        try:
+            with as_usage_errors("%load_model"):
+                self.engine = Engine(config=config)
+        except UsageError as exc:
+            if reload is None:
+                raise
+            # What only loading shows (a tensor of the wrong shape) comes after the old model
+            # was freed for room: say so, and how to get it back.
+            raise UsageError(f"{exc} The model loaded before was unloaded to make room; "
+                             f"{reload} loads it again.") from exc.__cause__
         if self.listener is not None:
             self.listener.engine = self.engine
         display(reports.model_summary(self.engine.model_info))
@@ -841,6 +850,21 @@ class MlxMagics(Magics):
 
         self.shell.events.register("post_run_cell", shown)
         return turn
+
+
+def _reload_line(engine: Any) -> str | None:
+    """The %load_model line that loads ``engine``'s model again (None: no engine)."""
+    if engine is None:
+        return None
+    if getattr(engine, "url", None):  # a remote model
+        return f"%load_model --remote {engine.url}"
+    config = engine.config
+    line = "%load_model" + (f" {shlex.quote(config.model_spec)}" if config.model_spec else "")
+    for flag, value in (("--adapter", config.adapter_path), ("--draft-model", config.draft_model),
+                        ("--dtype", None if config.dtype == "auto" else config.dtype)):
+        if value:
+            line += f" {flag} {shlex.quote(str(value))}"
+    return line
 
 
 def _model_dtype(engine: Any) -> str | None:

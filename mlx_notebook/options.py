@@ -193,6 +193,8 @@ def read_template(path: str | None) -> str | None:
         return Path(path).expanduser().read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"%load_model: cannot read the chat template file {path} ({exc.strerror}).") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"%load_model: the chat template file {path} is not UTF-8 text.") from None
 
 
 CONFIG_ALIASES = {"temp": "temperature"}

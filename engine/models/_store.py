@@ -11,6 +11,7 @@ half-written model behind. ``store_entries`` lists every byte the store keeps, p
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -74,7 +75,7 @@ def resolve_model(
     """
     if dtype not in DTYPES:
         raise ModelStoreError(f"Unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}.")
-    kind, spec = check_model_spec(spec)
+    kind, spec = check_model_spec(spec, hf_cache_dir)
     if kind == "default":
         gguf = fetch_default_gguf(progress=progress)
         dtype = _gguf_dtype(gguf, dtype)
@@ -88,7 +89,8 @@ def resolve_model(
     return _from_hf_cache(spec, hf_cache_dir)
 
 
-def check_model_spec(spec: str | os.PathLike | None) -> tuple[str, str]:
+def check_model_spec(spec: str | os.PathLike | None,
+                     hf_cache_dir: str | os.PathLike | None = None) -> tuple[str, str]:
     """What ``spec`` names, ``(kind, spec)`` with kind ``default``, ``tiny-reasoner``,
     ``gguf``, ``dir`` or ``repo``, without fetching, importing or loading anything; raises
     ``ModelStoreError`` for a spec ``resolve_model`` would refuse (checked before a loaded
@@ -98,17 +100,26 @@ def check_model_spec(spec: str | os.PathLike | None) -> tuple[str, str]:
         return "default", spec
     if spec == "tiny-reasoner":
         return "tiny-reasoner", spec
+    if "://" in spec:
+        raise ModelStoreError(f"{spec} is a URL: models load from this machine (no model hub is "
+                              "asked); download it and give its directory or .gguf file.")
     path = Path(spec).expanduser()
     if spec.lower().endswith(".gguf"):
         if not path.is_file():
             raise ModelStoreError(f"No such GGUF file: {spec}.")
         return "gguf", spec
-    if path.is_dir():
-        _checked_mlx_dir(path)
-        return "dir", spec
+    try:
+        if path.is_dir():
+            _checked_mlx_dir(path)
+            return "dir", spec
+    except PermissionError:
+        raise ModelStoreError(f"Cannot read {spec}: permission denied.") from None
     if path.exists():
         raise ModelStoreError(f"{spec} is a file, not a model: give a .gguf file or an mlx-lm model directory.")
+    if path.is_symlink():
+        raise ModelStoreError(f"{spec} is a symbolic link that leads to no directory.")
     if _looks_like_repo_id(spec):
+        _from_hf_cache(spec, hf_cache_dir)  # in the local cache, and loadable: checked now
         return "repo", spec
     if os.sep in spec or spec.startswith("."):
         raise ModelStoreError(f"No such model directory: {spec}.")
@@ -222,11 +233,78 @@ def _process_alive(pid: int) -> bool:
 
 
 def _checked_mlx_dir(path: Path) -> Path:
+    """``path`` if it looks loadable: a readable config.json object with a ``model_type``,
+    and safetensors files whose headers are whole and hold the layers the config counts.
+
+    Read before a loaded model is given up for this one (``check_model_spec``): headers and
+    the config are small, the weights are not read. What only loading shows (a tensor of the
+    wrong shape) is still refused by the load, in one sentence (``_engine_thread._load``).
+    """
     if not (path / "config.json").is_file():
         raise ModelStoreError(f"{path} is not an mlx-lm model directory: it has no config.json.")
-    if not any(path.glob("*.safetensors")):
+    weights = sorted(p for p in path.glob("*.safetensors")
+                     if p.name != "adapters.safetensors" and p.is_file())
+    if not weights:
         raise ModelStoreError(f"{path} is not an mlx-lm model directory: it has no .safetensors weights.")
+    config = _read_json(path / "config.json", path)
+    if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
+        raise ModelStoreError(f"{path}/config.json is not a model configuration: it needs a JSON "
+                              "object with a \"model_type\"; fix or re-download the model.")
+    names: list[str] = []
+    for file in weights:
+        names += _safetensors_names(file, path)
+    layers = config.get("num_hidden_layers")
+    if layers is not None and (not isinstance(layers, int) or isinstance(layers, bool) or layers < 1):
+        raise ModelStoreError(f"{path}/config.json says num_hidden_layers is {layers!r}; a model "
+                              "has a whole number of layers, at least 1.")
+    held = {int(m[1]) for name in names if (m := _LAYER_INDEX.search(name))}
+    if isinstance(layers, int) and held and layers > max(held) + 1:
+        # Checked here, before mlx-lm builds a model of that many layers (10**9 would take
+        # every byte of memory before failing).
+        raise ModelStoreError(f"{path}/config.json says {layers} layers but the weights hold "
+                              f"{max(held) + 1}: the configuration does not match the weights.")
     return path
+
+
+_LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.")
+
+
+def _read_json(file: Path, model: Path):
+    try:
+        return json.loads(file.read_bytes())
+    except PermissionError:
+        raise ModelStoreError(f"Cannot read {file}: permission denied.") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelStoreError(f"{file} is not valid JSON ({exc}); fix or re-download the "
+                              f"model at {model}.") from None
+
+
+def _safetensors_names(file: Path, model: Path) -> list[str]:
+    """The tensor names in a safetensors file's header, after checking that every tensor's
+    bytes lie within the file (a cut download fails here, not deep inside the load)."""
+    broken = f"{file} is not a whole safetensors file"
+    try:
+        size = file.stat().st_size
+        with file.open("rb") as f:
+            length = int.from_bytes(f.read(8), "little")
+            if size < 8 or length > size - 8:
+                raise ModelStoreError(f"{broken} (it holds {size:,} bytes); re-download or "
+                                      f"re-import the model at {model}.")
+            header = json.loads(f.read(length))
+    except PermissionError:
+        raise ModelStoreError(f"Cannot read {file}: permission denied.") from None
+    except (OSError, ValueError, UnicodeDecodeError):
+        raise ModelStoreError(f"{broken} (its header cannot be read); re-download or re-import "
+                              f"the model at {model}.") from None
+    tensors = {k: v for k, v in header.items() if k != "__metadata__"} if isinstance(header, dict) else None
+    end = 8 + length + max((t.get("data_offsets", [0, 0])[1] for t in (tensors or {}).values()
+                            if isinstance(t, dict) and isinstance(t.get("data_offsets"), list)
+                            and len(t["data_offsets"]) == 2 and isinstance(t["data_offsets"][1], int)),
+                           default=0)
+    if tensors is None or end > size:
+        raise ModelStoreError(f"{broken}: it is cut short ({size:,} of {end:,} bytes); re-download "
+                              f"or re-import the model at {model}.")
+    return list(tensors)
 
 
 def _looks_like_repo_id(spec: str) -> bool:

@@ -19,12 +19,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty, SimpleQueue
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import mlx.core as mx
 
 from .._config import EngineConfig
-from .._errors import EngineError
+from .._errors import EngineError, ModelStoreError
 from .._events import Error
 from ..models._info import ModelInfo, describe_model
 from ._prompt_cache import PromptCache
@@ -72,6 +72,22 @@ def _resolve(spec: str | None, config: EngineConfig) -> Path:
     return Path(resolve_model(spec, dtype=config.dtype, progress=config.progress))
 
 
+@contextmanager
+def _load_errors(what: str, path: Path, adapter: str | None = None) -> Iterator[None]:
+    """What mlx-lm or transformers raise for a broken model (a tensor of the wrong shape, a
+    tokenizer that cannot be read) as one ``ModelStoreError`` sentence naming the model."""
+    try:
+        yield
+    except (EngineError, KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as exc:
+        reason = " ".join(str(exc).split())
+        reason = type(exc).__name__ + (f": {reason[:300]}{'…' * (len(reason) > 300)}" if reason else "")
+        adapted = f" with the adapter at {adapter}" if adapter else ""
+        raise ModelStoreError(f"Cannot load {what} at {path}{adapted} ({reason.rstrip('.')}); "
+                              "fix or re-download it.") from exc
+
+
 def _load_draft(config: EngineConfig, model, tokenizer):
     """The draft model for speculative decoding, checked against the model it drafts for."""
     from mlx_lm import load
@@ -82,7 +98,9 @@ def _load_draft(config: EngineConfig, model, tokenizer):
             "draft_model needs a model whose KV cache can be trimmed (speculative decoding "
             "cuts rejected draft tokens back out); this model's cache cannot be."
         )
-    draft, draft_tokenizer = load(str(_resolve(config.draft_model, config)))
+    draft_path = _resolve(config.draft_model, config)
+    with _load_errors("the draft model", draft_path):
+        draft, draft_tokenizer = load(str(draft_path))
     if not can_trim_prompt_cache(make_prompt_cache(draft)):
         raise EngineError(
             f"The draft model {config.draft_model} has a KV cache that cannot be trimmed; "
@@ -275,10 +293,11 @@ class EngineThread:
         tokenizer_config = {}
         if self.config.chat_template:
             tokenizer_config["chat_template"] = self.config.chat_template
-        model, tokenizer, model_config = load(
-            str(path), tokenizer_config=tokenizer_config,
-            adapter_path=self.config.adapter_path, return_config=True,
-        )
+        with _load_errors("the model", path, self.config.adapter_path):
+            model, tokenizer, model_config = load(
+                str(path), tokenizer_config=tokenizer_config,
+                adapter_path=self.config.adapter_path, return_config=True,
+            )
         self.draft_model = (None if self.config.draft_model is None
                             else _load_draft(self.config, model, tokenizer))
         self.model = model

@@ -218,13 +218,26 @@ def check_chat_template(tokenizer, model_type: str = "") -> None:
 
     if encoder_for(model_type) is not None or not tokenizer.has_chat_template:
         return
+    if not isinstance(tokenizer.chat_template, str):
+        raise EngineError(
+            f"The model's chat template is not a Jinja template (tokenizer_config.json holds "
+            f"{type(tokenizer.chat_template).__name__}); pass chat_template=... to use another one.")
     try:
-        tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}],
-                                      add_generation_prompt=True, tokenize=False)
+        text = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}],
+                                             add_generation_prompt=True, tokenize=False)
     except (SecurityError, TemplateSyntaxError) as e:
         raise EngineError(
             f"The model's chat template cannot be used: the template sandbox refused it "
             f"({type(e).__name__}: {e}); pass chat_template=... to use another one."
         ) from e
     except Exception:  # the template's own rules (roles, alternation): requests will say
-        pass
+        return
+    if len(text) > _SAMPLE_RENDER_CHARS:
+        raise EngineError(
+            f"The model's chat template cannot be used: one short message renders as "
+            f"{len(text):,} characters; pass chat_template=... to use another one.")
+
+
+_SAMPLE_RENDER_CHARS = 1_000_000
+"""Far above any real template's rendering of one short message (a few hundred characters),
+far below what would exhaust memory when the tokenizer reads it."""

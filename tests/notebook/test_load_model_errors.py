@@ -38,3 +38,53 @@ def test_a_spec_adapter_or_draft_that_cannot_load_keeps_the_loaded_model(
     assert message.format(tiny=tiny_reasoner_path) in err and "Traceback" not in err
     assert _magics(shell).engine is engine and engine.healthy
     assert shell.run_cell("%%chat --max-tokens 4\nWhat is 17 + 25?").success
+
+
+def _copy(tiny_reasoner_path, tmp_path):
+    import shutil
+
+    copy = tmp_path / "Broken Model"
+    shutil.copytree(tiny_reasoner_path, copy)
+    return copy
+
+
+def test_a_config_that_is_not_json_and_a_bad_template_file_keep_the_loaded_model(
+        shell, tiny_reasoner_path, tmp_path, capsys):
+    engine = _magics(shell).engine
+    broken = _copy(tiny_reasoner_path, tmp_path)
+    (broken / "config.json").write_text("{")
+    template = tmp_path / "chat.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }")
+    for line, message in [
+        (f"'{broken}'", f"%load_model: {broken}/config.json is not valid JSON ("),
+        (f"{tiny_reasoner_path} --chat-template {template}",
+         "%load_model: the chat template given has a syntax error on line 1 (unexpected '}'); fix it."),
+    ]:
+        result = shell.run_cell(f"%load_model {line} --no-progress")
+        assert not result.success and str(result.error_in_exec).startswith(message)
+        assert _magics(shell).engine is engine and engine.healthy
+    capsys.readouterr()
+
+
+def test_a_model_only_loading_can_refuse_says_the_old_one_was_unloaded_and_how_to_reload_it(
+        tiny_reasoner_path, tmp_path):
+    import mlx.core as mx
+
+    shell = _shell()
+    try:
+        assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
+        broken = _copy(tiny_reasoner_path, tmp_path)
+        (weights,) = broken.glob("*.safetensors")
+        tensors = mx.load(str(weights))
+        name = next(k for k in tensors if k.endswith("embed_tokens.weight"))
+        tensors[name] = tensors[name][:, :8]
+        mx.save_safetensors(str(weights), tensors)
+        result = shell.run_cell(f"%load_model '{broken}' --no-progress")
+        message = str(result.error_in_exec)
+        assert message.startswith(f"%load_model: cannot load the model at {broken} (ValueError: "
+                                  "Expected shape")
+        assert message.endswith(" The model loaded before was unloaded to make room; "
+                                f"%load_model {tiny_reasoner_path} loads it again.")
+        assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
+    finally:
+        shell.run_line_magic("unload_ext", "mlx_notebook")

@@ -797,7 +797,7 @@ def test_tools_a_template_cannot_show_are_flagged_on_the_turn_and_warned_once(sm
 def test_a_bad_load_model_flag_keeps_the_loaded_engine(reasoner_shell, tiny_reasoner_path, capsys):
     engine = magics_of(reasoner_shell).engine
     fails_with(reasoner_shell, f"%load_model {tiny_reasoner_path} --max-kv-size 0 --no-progress",
-               "%load_model: --max-kv-size must be a whole number of at least 1, not 0.", capsys)
+               "%load_model: --max-kv-size must be a whole number of at least 8, not 0.", capsys)
     assert magics_of(reasoner_shell).engine is engine and engine.healthy
 
 

@@ -1,0 +1,116 @@
+"""A broken model directory is refused in one sentence naming the file and the fix, before a
+loaded model is given up for it wherever the damage can be seen without loading (a config that
+is not JSON, a layer count the weights do not hold, a cut download); what only loading shows
+(a tensor of the wrong shape) is one sentence too."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import mlx.core as mx
+import pytest
+
+from mlx_notebook.engine import Engine, EngineConfig, EngineError
+from mlx_notebook.engine.models._store import check_model_spec
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture
+def broken(tmp_path, tiny_reasoner_path):
+    """A fresh copy of the tiny reasoner to damage."""
+    copy = tmp_path / "model"
+    shutil.copytree(tiny_reasoner_path, copy)
+    return copy
+
+
+def refusal(spec) -> str:
+    with pytest.raises(EngineError) as caught:
+        check_model_spec(str(spec))
+    return str(caught.value)
+
+
+def test_a_config_that_is_not_a_configuration_is_refused_by_name(broken):
+    (broken / "config.json").write_text("{model_type: qwen3")
+    assert refusal(broken).startswith(f"{broken}/config.json is not valid JSON (")
+    (broken / "config.json").write_text('["qwen3"]')
+    assert refusal(broken) == (f"{broken}/config.json is not a model configuration: it needs a "
+                               'JSON object with a "model_type"; fix or re-download the model.')
+
+
+def test_a_layer_count_the_weights_do_not_hold_is_refused_before_anything_is_built(broken):
+    config = json.loads((broken / "config.json").read_text())
+    held = config["num_hidden_layers"]
+    (broken / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 10**9}))
+    assert refusal(broken) == (f"{broken}/config.json says 1000000000 layers but the weights hold "
+                               f"{held}: the configuration does not match the weights.")
+    (broken / "config.json").write_text(json.dumps({**config, "num_hidden_layers": -1}))
+    assert "num_hidden_layers is -1" in refusal(broken)
+
+
+def test_a_cut_download_is_refused_with_its_sizes(broken):
+    (weights,) = broken.glob("*.safetensors")
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) // 2])
+    assert refusal(broken) == (f"{weights} is not a whole safetensors file: it is cut short "
+                               f"({len(data) // 2:,} of {len(data):,} bytes); re-download or "
+                               f"re-import the model at {broken}.")
+
+
+def test_urls_and_links_to_nowhere_say_what_they_are(tmp_path):
+    assert refusal("https://huggingface.co/Qwen/Qwen3-0.6B").endswith(
+        "is a URL: models load from this machine (no model hub is asked); download it and give "
+        "its directory or .gguf file.")
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    assert refusal(tmp_path / "a") == f"{tmp_path / 'a'} is a symbolic link that leads to no directory."
+
+
+def test_a_tensor_of_the_wrong_shape_fails_the_load_in_one_sentence(broken):
+    (weights,) = broken.glob("*.safetensors")
+    tensors = mx.load(str(weights))
+    name = next(k for k in tensors if k.endswith("embed_tokens.weight"))
+    tensors[name] = tensors[name][:, :8]
+    mx.save_safetensors(str(weights), tensors)
+    with pytest.raises(EngineError) as caught:
+        Engine(str(broken), progress=False)
+    message = str(caught.value)
+    assert message.startswith(f"Cannot load the model at {broken} (ValueError: Expected shape")
+    assert message.endswith("fix or re-download it.") and "\n" not in message
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"max_kv_size": 2**31}, "max_kv_size must be at most 1,073,741,824 tokens, not 2,147,483,648."),
+    ({"max_kv_size": 2}, "max_kv_size must be a whole number of at least 8, not 2."),
+    ({"prompt_cache_bytes": "lots"}, "prompt_cache_bytes must be a whole number of at least 0, not 'lots'."),
+    ({"chat_template": "  "}, "The chat template given is empty: give a Jinja template, or leave "
+                              "it out to use the model's own."),
+    ({"chat_template": "{% for m in messages %}{{ m.content }"},
+     "The chat template given has a syntax error on line 1 (unexpected '}'); fix it."),
+])
+def test_engine_options_no_model_could_use_are_refused_in_one_sentence(tiny_reasoner_path, options, message):
+    with pytest.raises(EngineError) as caught:
+        EngineConfig(model_spec=str(tiny_reasoner_path), **options)
+    assert str(caught.value) == message
+
+
+def test_an_empty_adapter_or_draft_is_none(tiny_reasoner_path):
+    config = EngineConfig(model_spec=str(tiny_reasoner_path), adapter_path="", draft_model=" ",
+                          prompt_cache_bytes=2e6)
+    assert (config.adapter_path, config.draft_model, config.prompt_cache_bytes) == (None, None, 2_000_000)
+
+
+@pytest.mark.parametrize("template, message", [
+    (7, "The model's chat template is not a Jinja template (tokenizer_config.json holds int); "
+        "pass chat_template=... to use another one."),
+    ("{{ 'x' * 2000000 }}", "The model's chat template cannot be used: one short message renders "
+                            "as 2,000,000 characters; pass chat_template=... to use another one."),
+])
+def test_a_model_template_no_request_could_use_is_refused_at_load(broken, template, message):
+    settings = json.loads((broken / "tokenizer_config.json").read_text())
+    (broken / "tokenizer_config.json").write_text(json.dumps({**settings, "chat_template": template}))
+    (broken / "chat_template.jinja").unlink(missing_ok=True)
+    with pytest.raises(EngineError) as caught:
+        Engine(str(broken), progress=False)
+    assert str(caught.value) == message
