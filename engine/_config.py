@@ -97,8 +97,14 @@ class EngineConfig:
             set_(name, None if name != "model_spec" and value is not None and not value.strip()
                  else value)
         set_("dtype", "auto" if self.dtype is None else self.dtype)
-        set_("chat_template_args", dict(self.chat_template_args or {}))
-        set_("default_sampling", dict(self.default_sampling or {}))
+        for name in ("chat_template_args", "default_sampling"):
+            value = getattr(self, name) or {}
+            if not isinstance(value, Mapping):
+                from ._errors import EngineError
+
+                raise EngineError(f"{name} must be a dict of option names and values, not "
+                                  f"{type(value).__name__}.")
+            set_(name, dict(value))
         budget = self.prompt_cache_bytes
         if isinstance(budget, float) and budget.is_integer():  # 2e9
             budget = int(budget)

@@ -12,6 +12,7 @@ import atexit
 import time
 from contextlib import contextmanager
 import uuid
+import weakref
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Mapping
 
@@ -79,6 +80,14 @@ class Engine:
         self.config = config
         # Check default_sampling the way a request body is checked, before loading anything.
         admit({"prompt": ""}, kind="completion", config=self.config)  # raises on bad values
+        try:  # and chat_template_args as a request's chat_template_kwargs
+            admit({"messages": [{"role": "user", "content": "."}],
+                   "chat_template_kwargs": self.config.chat_template_args},
+                  kind="chat", config=self.config)
+        except EngineRequestError as exc:
+            raise EngineError(exc.message.replace("chat_template_kwargs", "chat_template_args")
+                              .replace("not allowed: the engine sets it",
+                                       "not allowed: the engine sets it per request")) from None
         self._thread = EngineThread(self.config)
         self._closed = False
         _live_threads.add(self._thread)
@@ -96,6 +105,9 @@ class Engine:
             self._thread.stop()
             _live_threads.discard(self._thread)
             raise
+        # An Engine dropped without close() (a notebook cell that makes one, run again) frees
+        # its model once its requests are served, instead of holding it for the session.
+        weakref.finalize(self, self._thread.release)
         info = self._model_info
         self._accepted_models = frozenset(
             m for m in (info.name, info.path, self.config.model_spec) if m
@@ -234,6 +246,9 @@ class Engine:
         that makes it (mostly the engine thread: it must return at once and never raise);
         the handle then only cancels. A server's IO loop takes events this way.
         """
+        if on_event is not None and not callable(on_event):
+            raise EngineError(f"on_event must be a function that takes one event, not "
+                              f"{type(on_event).__name__}.")
         # Counted until the job is queued: requests submitted at once all start together.
         with self._thread.preparing():
             request, prompt = self._prepare(body, kind)
@@ -249,9 +264,11 @@ class Engine:
             build = responses.chat_chunks if request.stream else responses.chat_completion
         else:
             build = responses.completion_chunks if request.stream else responses.text_completion
-        result = build(handle.events(), request=request, request_id=handle.id, created=created)
         if not request.stream:
-            return result
+            with _cancelled_on_failure(handle):  # Ctrl-C while the whole reply is awaited
+                return build(handle.events(), request=request, request_id=handle.id,
+                             created=created)
+        result = build(handle.events(), request=request, request_id=handle.id, created=created)
         return _cancel_when_abandoned(result, handle)
 
     def chat_completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:
@@ -273,10 +290,12 @@ class Engine:
         request, created = handles[0].request, int(time.time())
         build = (responses.completion_list_chunks if request.stream
                  else responses.text_completion_list)
+        if not request.stream:
+            with _cancelled_on_failure(*handles):
+                return build([h.events() for h in handles], request=request,
+                             request_id=handles[0].id, created=created)
         result = build([h.events() for h in handles], request=request,
                        request_id=handles[0].id, created=created)
-        if not request.stream:
-            return result
         return _cancel_when_abandoned(result, *handles)
 
     def inspect(self, body: Mapping[str, Any], *, kind: str | None = None) -> Inspection:
@@ -320,6 +339,18 @@ def _settle_mlx_on_this_thread() -> None:
     a = mx.ones((512, 512))
     mx.eval(a @ a)
     mx.synchronize()
+
+
+@contextmanager
+def _cancelled_on_failure(*handles: RequestHandle) -> Iterator[None]:
+    """Cancel the requests when the block is left by an exception (an interrupt): nobody
+    will read what they would go on generating."""
+    try:
+        yield
+    except BaseException:
+        for handle in handles:
+            handle.cancel()
+        raise
 
 
 def several_prompts(body) -> list[str] | None:

@@ -85,15 +85,21 @@ class Comparison:
         return self.diverges_at if self.marks is None else self.marks[side]
 
     def choose(self, side: int) -> Turn:
-        """Continue the conversation with side ``side`` (0 or 1): it joins the session."""
-        if not (isinstance(side, int) and 0 <= side < len(self.sides)):
+        """Continue the conversation with side ``side`` (0 or 1): it joins the session, in
+        place of the side chosen before, if any."""
+        if isinstance(side, bool) or not (isinstance(side, int) and 0 <= side < len(self.sides)):
             # Not a bare IndexError: name the sides, as the card labels them.
             choices = " or ".join(f"{i} ({label!r})" for i, label in enumerate(self.labels))
             raise ValueError(f"choose({side!r}): there is no such side; choose {choices}.")
         turn = self.sides[side]
         if self._session is None:
             raise ValueError("This comparison has no session to add the turn to.")
-        self._session.add(turn)
+        turns = self._session.turns
+        chosen = [i for i, t in enumerate(turns) if any(t is s for s in self.sides)]
+        if chosen:  # choosing again replaces the first choice where it stood
+            turns[chosen[0]] = turn
+        else:
+            self._session.add(turn)
         return turn
 
     def summary(self) -> str:

@@ -8,6 +8,8 @@ else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import re
+
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -86,6 +88,6 @@ def _sentence(text: str) -> str:
     first = text.split(" ", 1)[0].rstrip(",:;")
     # It follows "%magic: ": an ordinary first word loses its capital, a name keeps it
     # (Qwen/Qwen3-0.6B, Models/mine, SmolLM2).
-    if first[:1].isupper() and first[1:].islower() and first.isalpha():
+    if re.fullmatch(r"[A-Z][a-z]+(?:'s)?", first):
         text = text[0].lower() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."

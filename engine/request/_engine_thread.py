@@ -34,6 +34,8 @@ from ._scheduler import Scheduler
 __all__ = ["EngineThread", "FinishedTrace"]
 
 log = logging.getLogger(__name__)
+_holding = threading.local()
+"""Per thread: the engines whose ``together()`` block the thread is inside."""
 
 _TRACES_KEPT = 16
 _VOCAB_PROBE = "The quick brown fox, 1234 résumé <think> 日本"
@@ -163,6 +165,7 @@ class EngineThread:
         self._open_lock = threading.Lock()
         self.traces: OrderedDict[str, FinishedTrace] = OrderedDict()
         self._stopping = False
+        self._released = False  # its Engine is gone: stop once nothing is left to serve
         self._ready = threading.Event()
         self._load_error: BaseException | None = None
         self._thread = threading.Thread(target=self._main, name="mlx-notebook-engine",
@@ -197,9 +200,13 @@ class EngineThread:
         with self._open_lock:
             self._preparing += 1
             self._together += until_done
+        holding = _holding.__dict__.setdefault("engines", [])
+        holding += [self] if until_done else []
         try:
             yield
         finally:
+            if until_done:
+                holding.remove(self)
             with self._open_lock:
                 self._preparing -= 1
                 self._together -= until_done
@@ -221,6 +228,8 @@ class EngineThread:
 
     def call(self, fn: Callable[[], Any], timeout: float | None = None) -> Any:
         """Run ``fn`` on the engine thread (between decode steps) and return its result."""
+        if self.on_engine_thread():  # an on_event callback: waiting on itself would hang
+            return fn()
         call = _Call(fn)
         self.inbox.put(call)
         while not call.done.wait(0.1 if timeout is None else timeout):
@@ -232,6 +241,21 @@ class EngineThread:
             raise call.result
         return call.result
 
+    def on_engine_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def blocking_read_refusal(self) -> str | None:
+        """Why the calling thread must not wait for a reply, or None: the engine thread (an
+        ``on_event`` callback) would wait on itself; a thread inside ``Engine.together()``
+        holds the very request it waits for."""
+        if self.on_engine_thread():
+            return ("A reply cannot be read inside on_event: the callback runs on the engine "
+                    "thread, which makes the reply; read it from another thread.")
+        if self in getattr(_holding, "engines", ()):
+            return ("A reply cannot be read inside engine.together(): its requests start when "
+                    "the block ends; read them after it.")
+        return None
+
     def call_soon(self, fn: Callable[[], Any]) -> None:
         """Queue ``fn`` to run on the engine thread after what is queued now; do not wait."""
         self.inbox.put(_Call(fn))
@@ -239,6 +263,12 @@ class EngineThread:
     def crash(self, message: str = "engine thread crashed on purpose") -> None:
         """Make the engine thread fail as if MLX raised (used by tests of the failure path)."""
         self.inbox.put(_Crash(message))
+
+    def release(self) -> None:
+        """Stop once the requests already made are served (their handles may outlive the
+        Engine object), freeing the model; for an Engine dropped without ``close()``."""
+        self._released = True
+        self.inbox.put(None)  # wake an idle thread to look
 
     def stop(self, timeout: float = 30.0) -> None:
         """Cancel everything, stop the thread and join it."""
@@ -307,7 +337,8 @@ class EngineThread:
 
     def _loop(self, scheduler: Scheduler) -> None:
         inbox = self.inbox
-        while not self._stopping:
+        while not self._stopping and not (self._released and scheduler.idle and inbox.empty()
+                                          and self._open_requests == 0):
             hold = 0.1 if scheduler.idle else scheduler.hold_seconds()
             if hold is not None:  # nothing to compute yet: wait for news, not in a spin
                 try:

@@ -6,6 +6,7 @@ from collections import deque
 from typing import Iterator
 
 from ._admission import GenerationRequest
+from .._errors import EngineError
 from .._events import EngineEvent, Error, Finished
 from ._rendering import RenderedPrompt
 from ._job import Job
@@ -54,6 +55,9 @@ class RequestHandle:
         """Typed events up to and including ``Finished`` or ``Error``."""
         if getattr(self._job.out, "deliver", None) is not None:
             raise RuntimeError("This request's events go to the on_event given to submit().")
+        refusal = self._thread.blocking_read_refusal() if not self._done else None
+        if refusal:
+            raise EngineError(refusal)
         take, pending = self._job.out.take, self._pending
         while not self._done:
             if not pending:

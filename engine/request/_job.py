@@ -6,6 +6,7 @@ scheduler, single stream and reply stream read the request and write ``out``.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -25,6 +26,7 @@ __all__ = ["Job", "Outbox", "PACE_SECONDS", "TEXT_EVENTS", "urgent"]
 # throughput. A reply's first text and its end still wake the reader at once (``urgent``), so
 # neither the first token nor the end waits; 20 ms is below what a reader of the text can see.
 PACE_SECONDS = 0.02
+_log = logging.getLogger("mlx_notebook.engine")
 
 
 TEXT_EVENTS = (ContentDelta, ReasoningDelta)
@@ -63,6 +65,9 @@ class Outbox:
         self._waiting = False
         """Whether the reader waits on ``_ready`` (a notify without a waiter costs the engine
         thread a Python-level call per event for nothing)."""
+        self._deliver_failed = False
+        self.cancel: threading.Event | None = None
+        """The job's cancel flag (``Job`` sets it): a failing ``deliver`` cancels the request."""
         self._taken = threading.Event()
         """Clear from a ``put`` that woke the reader until the reader has taken the events."""
         self._taken.set()
@@ -74,7 +79,14 @@ class Outbox:
             if closing:
                 self._on_close()
         if self.deliver is not None:
-            self.deliver(event)
+            if not self._deliver_failed:
+                try:
+                    self.deliver(event)
+                except Exception:  # the caller's callback: its request fails, not the engine
+                    self._deliver_failed = True
+                    _log.exception("on_event raised; its request is cancelled")
+                    if self.cancel is not None:
+                        self.cancel.set()
             return
         with self._ready:
             self._events.append(event)
@@ -146,3 +158,6 @@ class Job:
     queued: float = field(default_factory=time.perf_counter)
     """When the caller queued it (``time.perf_counter()``): the engine thread may be inside a
     step and see it only later."""
+
+    def __post_init__(self) -> None:
+        self.out.cancel = self.cancel

@@ -144,10 +144,12 @@ def test_choosing_a_side_that_is_not_there_names_the_sides_and_adds_nothing():
     session = Session()
     sides = [Turn(model="m", session="s", request={}), Turn(model="m", session="s", request={})]
     comparison = Comparison(sides, ["temperature=0", "temperature=1.2 seed=3"], _session=session)
-    for side in (5, -1, "1"):
+    for side in (5, -1, "1", True):
         with pytest.raises(ValueError) as error:
             comparison.choose(side)
         assert str(error.value) == (f"choose({side!r}): there is no such side; choose 0 "
                                     "('temperature=0') or 1 ('temperature=1.2 seed=3').")
     assert session.turns == []
     assert comparison.choose(1) is sides[1] and session.turns == [sides[1]]
+    # Choosing again replaces the first choice: the message is in the history once.
+    assert comparison.choose(0) is sides[0] and session.turns == [sides[0]]

@@ -28,6 +28,9 @@ def _magics(shell):
                                        "weights."),
     ("{tiny} --adapter {tiny}", "%load_model: no adapter at {tiny}:"),
     ("{tiny} --draft-model /nonexistent/draft", "%load_model: no such model directory: /nonexistent/draft."),
+    # A repo id is looked up in the local cache before the loaded model is given up; its
+    # name keeps its capitals.
+    ("Acme/Not-Cached", "%load_model: Acme/Not-Cached is not in the local Hugging Face cache;"),
 ])
 def test_a_spec_adapter_or_draft_that_cannot_load_keeps_the_loaded_model(
         shell, tiny_reasoner_path, capsys, flags, message):

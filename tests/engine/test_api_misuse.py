@@ -1,0 +1,112 @@
+"""A user's mistake with the engine's Python API fails that call or that request in one sentence
+and leaves the engine serving: a callback that raises, a reply read where it can never come
+(inside ``on_event`` or ``together()``), an interrupt during a whole-reply call, engine options
+no request could use, an Engine dropped without ``close()``."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import threading
+import time
+
+import pytest
+
+from mlx_notebook.engine import Engine, EngineError, Finished
+
+pytestmark = pytest.mark.model
+
+SUM = {"messages": [{"role": "user", "content": "What is 17 + 25?"}], "max_tokens": 40}
+
+
+def _answers(engine) -> str:
+    return engine.chat_completions(SUM)["choices"][0]["message"]["content"]
+
+
+def test_a_callback_that_raises_fails_only_its_request(tiny_engine):
+    expected = _answers(tiny_engine)
+    with pytest.raises(EngineError, match="on_event must be a function that takes one event, not str"):
+        tiny_engine.submit(SUM, on_event="print")
+
+    def broken(event):
+        raise ValueError("my bug")
+
+    tiny_engine.submit(SUM, on_event=broken)
+    deadline = time.time() + 30
+    while tiny_engine.active_requests and time.time() < deadline:
+        time.sleep(0.05)
+    assert tiny_engine.active_requests == 0 and tiny_engine.healthy
+    assert _answers(tiny_engine) == expected
+
+
+def test_a_reply_read_where_it_cannot_come_is_refused_instead_of_hanging(tiny_engine):
+    seen, refusals, done = [], [], threading.Event()
+    first = tiny_engine.submit(SUM)
+    list(first.events())
+
+    def on_event(event):
+        if isinstance(event, Finished):
+            seen.append(tiny_engine.trace(first.id))  # a read of state: answered
+            try:
+                tiny_engine.chat_completions(SUM)
+            except EngineError as exc:
+                refusals.append(str(exc))
+            done.set()
+
+    tiny_engine.submit(SUM, on_event=on_event)
+    assert done.wait(30) and seen and refusals == [
+        "A reply cannot be read inside on_event: the callback runs on the engine thread, which "
+        "makes the reply; read it from another thread."]
+    with tiny_engine.together():
+        handle = tiny_engine.submit(SUM)
+        with pytest.raises(EngineError) as caught:
+            next(handle.events())
+    assert str(caught.value) == ("A reply cannot be read inside engine.together(): its requests "
+                                 "start when the block ends; read them after it.")
+    assert [e for e in handle.events() if isinstance(e, Finished)]
+    assert tiny_engine.healthy
+
+
+def test_an_interrupt_during_a_whole_reply_call_cancels_the_request(tiny_engine):
+    main = threading.get_ident()
+    ends = {str(i): -100 for i in tiny_engine.tokenizer.eos_token_ids}  # it runs its length
+    body = {**SUM, "max_tokens": 2000, "temperature": 1.0, "seed": 3, "logit_bias": ends,
+            "messages": [{"role": "user", "content": "Tell me a long story."}]}
+
+    def interrupt():
+        time.sleep(0.3)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt))
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        tiny_engine.chat_completions(body)
+        time.sleep(5)  # the reply came first: let the interrupt land here, and fail below
+        pytest.fail("the reply ended before the interrupt")
+    deadline = time.time() + 0.5  # a cancel acts within a step; the reply had 2,000 to go
+    while tiny_engine.active_requests and time.time() < deadline:
+        time.sleep(0.02)
+    assert tiny_engine.active_requests == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"add_generation_prompt": False}, "'chat_template_args.add_generation_prompt' is not "
+                                       "allowed: the engine sets it per request."),
+    ({1: 2}, "'chat_template_args' keys must be template variable names, got 1."),
+    ("enable_thinking", "chat_template_args must be a dict of option names and values, not str."),
+])
+def test_engine_wide_template_arguments_are_checked_as_a_requests_are(tiny_reasoner_path, args, message):
+    with pytest.raises(EngineError) as caught:
+        Engine(str(tiny_reasoner_path), progress=False, chat_template_args=args)
+    assert str(caught.value) == message
+
+
+def test_an_engine_dropped_without_close_frees_its_thread_once_its_requests_are_served(tiny_reasoner_path):
+    engine = Engine(str(tiny_reasoner_path), progress=False)
+    chunks = engine.chat_completions({**SUM, "stream": True})
+    thread = engine._thread._thread
+    del engine
+    gc.collect()
+    finish = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1]
+    assert finish in ("stop", "length")  # served whole, though its Engine was dropped
+    thread.join(10)
+    assert not thread.is_alive()
