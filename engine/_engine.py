@@ -180,7 +180,12 @@ class Engine:
         self._thread.cache.clear()
 
     def trace(self, request_id: str):
-        """The StreamFilter trace of a finished chat request's actual delta stream."""
+        """The StreamFilter trace of a finished chat request's actual delta stream
+        (``request_id``: a handle's ``id``, or the handle itself)."""
+        request_id = getattr(request_id, "id", request_id)
+        if not isinstance(request_id, str):
+            raise EngineError(f"trace() takes a request id (a handle's id, a reply's 'id'), "
+                              f"not {type(request_id).__name__}.")
         t = self._thread.traces.get(request_id)
         if t is None and self.healthy:
             # A reader that has just seen Finished may ask before the engine thread filed
@@ -301,7 +306,8 @@ class Engine:
     def inspect(self, body: Mapping[str, Any], *, kind: str | None = None) -> Inspection:
         """Run admission, rendering, tokenizing and the cache lookup; generate nothing."""
         if kind is None:
-            kind = "completion" if "prompt" in body and "messages" not in body else "chat"
+            prompt_only = isinstance(body, Mapping) and "prompt" in body and "messages" not in body
+            kind = "completion" if prompt_only else "chat"
         request, prompt = self._prepare(body, kind)
         lookup = self._thread.cache.describe(
             prompt.tokens, template_args=request.chat_template_kwargs)

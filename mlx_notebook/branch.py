@@ -25,6 +25,8 @@ _KEPT = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presen
 
 def _forced_id(engine: Any, turn: Turn, at: int, token: str | int) -> int:
     if isinstance(token, int) and not isinstance(token, bool):
+        if token < 0:
+            raise ValueError(f"token {token} is not a token id: ids start at 0.")
         return token
     if not isinstance(token, str) or not token:
         raise ValueError("token must be a token id or the token's text (e.g. ' Lyon').")

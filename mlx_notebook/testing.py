@@ -136,7 +136,7 @@ class Fixture:
         return out
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
+        path = Path(path).expanduser()
         text = json.dumps(self.to_json(), indent=1, ensure_ascii=False)
         # Token ids on one line each reply, not one per line (a JSON string cannot hold the
         # raw newlines this matches, so only arrays of numbers change).

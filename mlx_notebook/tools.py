@@ -11,6 +11,7 @@ function should still work.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import re
@@ -71,7 +72,7 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
     name = name or getattr(function, "__name__", None)
     if not name or not name.isidentifier():
         raise ToolError(f"{function!r} has no usable name; pass tool(name='...').")
-    doc = inspect.getdoc(function) or ""
+    doc = inspect.getdoc(_described(function)) or ""
     summary, google_args, _ = google_docstring(doc) if doc else (None, {}, None)
     param_docs = {**dict(_SPHINX_PARAM.findall(doc)), **(google_args or {})}
     if summary:
@@ -84,15 +85,31 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
     )
 
 
+def _described(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Where a tool's docstring and hints live: the function a partial wraps (a common way to
+    bind a tool's settings), a callable object's ``__call__``, or the function itself."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    if not inspect.isroutine(function) and callable(function):
+        return type(function).__call__
+    return function
+
+
 def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict) -> dict:
-    signature = inspect.signature(function)
     try:
-        hints = typing.get_type_hints(function)
+        signature = inspect.signature(function)  # a partial's bound arguments are left out
+    except ValueError:  # a builtin written in C
+        raise ToolError(f"Python cannot read the parameters of {function!r}; wrap it in a "
+                        f"def with typed parameters to make tool '{name}'.") from None
+    try:
+        hints = typing.get_type_hints(_described(function))
     except NameError as exc:  # a string hint naming something out of the function's globals
         raise ToolError(
             f"The type hints of tool '{name}' cannot be resolved ({exc}); define the types "
             "at the notebook's top level."
         ) from None
+    except TypeError:  # nothing Python can read hints from: parameters are described untyped
+        hints = {}
     properties: dict[str, dict] = {}
     required: list[str] = []
     for parameter in signature.parameters.values():

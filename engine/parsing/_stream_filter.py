@@ -142,6 +142,8 @@ class StreamFilter:
         """Consume the next piece of decoded text; return the events it completes."""
         if self._finished:
             raise ValueError("StreamFilter.feed() after finish(): make a new filter per reply.")
+        if not isinstance(delta, str):
+            raise TypeError(f"StreamFilter.feed() takes text (str), not {type(delta).__name__}.")
         if not self._tail and self.mode != TOOL:
             anywhere, leading, firsts = self._edges()
             if not leading and not any(c in delta for c in firsts):

@@ -110,3 +110,17 @@ def test_an_engine_dropped_without_close_frees_its_thread_once_its_requests_are_
     assert finish in ("stop", "length")  # served whole, though its Engine was dropped
     thread.join(10)
     assert not thread.is_alive()
+
+
+def test_trace_takes_a_handle_or_its_id_and_the_filter_takes_only_text(tiny_engine):
+    from mlx_notebook.engine.parsing import StreamFilter
+
+    handle = tiny_engine.submit(SUM)
+    list(handle.events())
+    assert tiny_engine.trace(handle).rows == tiny_engine.trace(handle.id).rows
+    with pytest.raises(EngineError, match=r"trace\(\) takes a request id .*, not list"):
+        tiny_engine.trace([1])
+    with pytest.raises(TypeError, match=r"StreamFilter.feed\(\) takes text \(str\), not NoneType"):
+        StreamFilter("qwen3").feed(None)
+    with pytest.raises(EngineError, match="The request body must be a JSON object"):
+        tiny_engine.inspect(None)

@@ -95,6 +95,31 @@ def move(to: Point):
     """Move."""
 
 
+def test_a_partial_and_a_callable_object_are_described_by_what_they_wrap():
+    import functools
+
+    def weather(city: str, units: str = "C") -> dict:
+        """Weather in a city."""
+        return {"city": city, "units": units}
+
+    class Clock:
+        def __call__(self, zone: int) -> str:
+            """The time in a zone."""
+            return f"12:00 in {zone}"
+
+    bound = make_tool(functools.partial(weather, units="F"), name="weather_f")
+    assert bound.schema()["function"]["description"] == "Weather in a city."
+    assert bound.schema()["function"]["parameters"]["required"] == ["city"]
+    assert call_tool([bound], "weather_f", {"city": "Oslo"}) == ({"city": "Oslo", "units": "F"}, None)
+    clock = make_tool(Clock(), name="clock").schema()["function"]
+    assert (clock["description"], clock["parameters"]["properties"]) == (
+        "The time in a zone.", {"zone": {"type": "integer"}})
+    with pytest.raises(ToolError) as caught:
+        make_tool(max)
+    assert str(caught.value) == ("Python cannot read the parameters of <built-in function max>; "
+                                 "wrap it in a def with typed parameters to make tool 'max'.")
+
+
 def test_unconvertible_hint_is_a_clear_error():
     with pytest.raises(ToolError) as error:
         make_tool(move)
