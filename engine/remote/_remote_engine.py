@@ -439,6 +439,9 @@ def _api_root(url: str) -> tuple[str, list[tuple[str, str]]]:
     """The API's root URL and the query parameters every request carries (an Azure-style
     ``?api-version=``). ``/v1`` is added to a bare host only: a server whose API lives under
     another path (Gemini's ``/v1beta/openai``) is given with it."""
+    if not isinstance(url, str):
+        raise EngineError(f"The server's URL must be text, like http://127.0.0.1:8080/v1, not "
+                          f"{type(url).__name__}.")
     text = url.strip()
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.netloc:

@@ -57,6 +57,9 @@ class Listener:
         pages (``https://host:port``, or ``*`` for any; a list or one comma-separated string)
         whose scripts may call the listener from a browser (CORS); none by default, unlike ``mlx_lm.server``'s ``*``: a page the
         user happens to visit must not drive the kernel's model."""
+        for name, value in (("host", host), ("token", token)):
+            if value is not None and not isinstance(value, str):
+                raise EngineError(f"The {name} must be text, not {type(value).__name__}.")
         if not host or not host.strip():  # '' would bind every interface, silently
             raise EngineError("Give the address to listen on: 127.0.0.1 (this machine only) or "
                               "0.0.0.0 (every interface, with a token).")
@@ -196,6 +199,9 @@ def _origins(given: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """The allowed origins, as a browser's ``Origin`` header spells them."""
     if isinstance(given, str):
         given = given.split(",")
+    if not isinstance(given, (list, tuple)) or not all(isinstance(o, str) for o in given):
+        raise EngineError("allowed_origins must be web origins: a list of texts, or one "
+                          "comma-separated text.")
     origins = []
     for text in (o.strip() for o in given if o.strip()):
         # A browser sends scheme://host[:port] and nothing else: anything other would never

@@ -243,6 +243,8 @@ def test_the_api_root_is_taken_as_given_but_for_a_bare_host():
         "https://a.example/openai/v1", [("api-version", "2024-10")])
     with pytest.raises(EngineError, match="is not an http"):
         _api_root("box:8080/v1")
+    with pytest.raises(EngineError, match="must be text, like http://127.0.0.1:8080/v1, not int"):
+        _api_root(8080)
 
 
 def test_a_redirect_is_followed_and_model_ids_that_are_not_names_are_skipped(serve):

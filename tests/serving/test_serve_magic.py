@@ -101,6 +101,20 @@ def test_an_origin_no_browser_sends_is_refused_by_name(shell, origin):
     assert _magics(shell).listener is None
 
 
+@pytest.mark.parametrize("options, message", [
+    ({"token": 5}, "The token must be text, not int."),
+    ({"host": 5}, "The host must be text, not int."),
+    ({"allowed_origins": 5}, "allowed_origins must be web origins: a list of texts, or one "
+                             "comma-separated text."),
+])
+def test_listener_options_of_the_wrong_type_are_one_sentence(options, message):
+    from mlx_notebook.engine import EngineError, Listener
+
+    with pytest.raises(EngineError) as caught:
+        Listener(None, **options)
+    assert str(caught.value) == message
+
+
 def test_the_serve_command_refuses_bad_options_before_loading_a_model(capsys):
     # The model does not exist: had it been looked for first, its error would show instead.
     from mlx_notebook.engine.cli import main
