@@ -133,10 +133,11 @@ def _check_template_text(template: str) -> None:
         raise EngineError("The chat template given is empty: give a Jinja template, or leave it "
                           "out to use the model's own.")
     from jinja2 import TemplateSyntaxError
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    # transformers' own compiler: its templates may use {% break %} and {% generation %}.
+    from transformers.utils.chat_template_utils import _compile_jinja_template
 
     try:
-        ImmutableSandboxedEnvironment().parse(template)
+        _compile_jinja_template(template)
     except TemplateSyntaxError as exc:
         raise EngineError(f"The chat template given has a syntax error on line {exc.lineno} "
                           f"({exc.message}); fix it.") from None

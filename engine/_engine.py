@@ -38,7 +38,9 @@ __all__ = ["Engine"]
 
 # Engine threads not yet stopped, held strongly: an Engine the caller dropped without
 # close() still has a running thread that must be stopped before the interpreter exits.
-_live_threads: set[EngineThread] = set()
+_live_threads: weakref.WeakSet[EngineThread] = weakref.WeakSet()
+"""Engine threads not closed: a dropped Engine's leaves the set once it has stopped."""
+_engines_ran = False
 
 _MAX_PROMPTS = 64  # prompts in one completions request (each is its own request here)
 
@@ -52,7 +54,7 @@ def _stop_live_engine_threads() -> None:
     for thread in threads:
         thread.stop()
         _live_threads.discard(thread)
-    if threads:
+    if _engines_ran:  # a dropped Engine's thread stopped on its own, unsettled
         _settle_mlx_on_this_thread()
 
 
@@ -88,6 +90,8 @@ class Engine:
             raise EngineError(exc.message.replace("chat_template_kwargs", "chat_template_args")
                               .replace("not allowed: the engine sets it",
                                        "not allowed: the engine sets it per request")) from None
+        global _engines_ran
+        _engines_ran = True
         self._thread = EngineThread(self.config)
         self._closed = False
         _live_threads.add(self._thread)
@@ -187,6 +191,9 @@ class Engine:
             raise EngineError(f"trace() takes a request id (a handle's id, a reply's 'id'), "
                               f"not {type(request_id).__name__}.")
         t = self._thread.traces.get(request_id)
+        if t is None and self._thread.on_engine_thread():
+            raise EngineError(f"The trace of {request_id!r} is filed once its on_event has "
+                              "seen Finished; read it after on_event returns.")
         if t is None and self.healthy:
             # A reader that has just seen Finished may ask before the engine thread filed
             # the trace (it files it right after): one call through its inbox waits for that.

@@ -127,7 +127,9 @@ def cut_alike(a: Any, b: Any) -> bool:
     if a is b:
         return True
     first, second = a.model_info, b.model_info
-    return (first.path, first.name) == (second.path, second.name)
+    # A remote model's name is the last part of its id: compare the whole id.
+    return ((first.path, first.name, getattr(a, "model", None))
+            == (second.path, second.name, getattr(b, "model", None)))
 
 
 def _divergence_line(comparison: Comparison) -> str:

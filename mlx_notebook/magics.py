@@ -857,11 +857,14 @@ def _reload_line(engine: Any) -> str | None:
     if engine is None:
         return None
     if getattr(engine, "url", None):  # a remote model
-        return f"%load_model --remote {engine.url}"
+        return (f"%load_model --remote {engine.url} --model {shlex.quote(engine.model)} "
+                f"--family {engine.family}")
     config = engine.config
     line = "%load_model" + (f" {shlex.quote(config.model_spec)}" if config.model_spec else "")
     for flag, value in (("--adapter", config.adapter_path), ("--draft-model", config.draft_model),
-                        ("--dtype", None if config.dtype == "auto" else config.dtype)):
+                        ("--dtype", None if config.dtype == "auto" else config.dtype),
+                        ("--max-kv-size", config.max_kv_size),
+                        ("--chat-template", "FILE" if config.chat_template else None)):
         if value:
             line += f" {flag} {shlex.quote(str(value))}"
     return line

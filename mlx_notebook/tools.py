@@ -72,7 +72,7 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
     name = name or getattr(function, "__name__", None)
     if not name or not name.isidentifier():
         raise ToolError(f"{function!r} has no usable name; pass tool(name='...').")
-    doc = inspect.getdoc(_described(function)) or ""
+    doc = _docstring(function)
     summary, google_args, _ = google_docstring(doc) if doc else (None, {}, None)
     param_docs = {**dict(_SPHINX_PARAM.findall(doc)), **(google_args or {})}
     if summary:
@@ -95,6 +95,17 @@ def _described(function: Callable[..., Any]) -> Callable[..., Any]:
     return function
 
 
+def _docstring(function: Callable[..., Any]) -> str:
+    """A tool's docstring: its function's, a partial's wrapped function's, or a callable
+    object's ``__call__``'s and else its class's."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    if not inspect.isroutine(function) and callable(function):
+        call = type(function).__call__
+        return inspect.cleandoc(call.__doc__) if call.__doc__ else inspect.getdoc(function) or ""
+    return inspect.getdoc(function) or ""
+
+
 def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict) -> dict:
     try:
         signature = inspect.signature(function)  # a partial's bound arguments are left out
@@ -112,8 +123,13 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
         hints = {}
     properties: dict[str, dict] = {}
     required: list[str] = []
+    bound: set[str] = set()  # a partial's keywords: settings the model must not change
+    wrapped = function
+    while isinstance(wrapped, functools.partial):
+        bound |= set(wrapped.keywords)
+        wrapped = wrapped.func
     for parameter in signature.parameters.values():
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD) or parameter.name in bound:
             continue
         schema: dict[str, Any] = {}
         if parameter.name in hints:

@@ -250,6 +250,15 @@ def _checked_mlx_dir(path: Path) -> Path:
     if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
         raise ModelStoreError(f"{path}/config.json is not a model configuration: it needs a JSON "
                               "object with a \"model_type\"; fix or re-download the model.")
+    index = path / "model.safetensors.index.json"
+    if index.is_file():  # a sharded model: every shard its index names must be here
+        listed = _read_json(index, path)
+        shards = listed.get("weight_map") if isinstance(listed, dict) else None
+        missing = sorted({f for f in (shards.values() if isinstance(shards, dict) else ())
+                          if isinstance(f, str) and not (path / f).is_file()})
+        if missing:
+            raise ModelStoreError(f"{path} lacks {', '.join(missing)}, which its "
+                                  "model.safetensors.index.json names; finish the download.")
     names: list[str] = []
     for file in weights:
         names += _safetensors_names(file, path)
@@ -265,6 +274,8 @@ def _checked_mlx_dir(path: Path) -> Path:
                               f"{max(held) + 1}: the configuration does not match the weights.")
     return path
 
+
+_MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit on a header
 
 _LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.")
 
@@ -287,7 +298,7 @@ def _safetensors_names(file: Path, model: Path) -> list[str]:
         size = file.stat().st_size
         with file.open("rb") as f:
             length = int.from_bytes(f.read(8), "little")
-            if size < 8 or length > size - 8:
+            if size < 8 or length > size - 8 or length > _MAX_HEADER_BYTES:
                 raise ModelStoreError(f"{broken} (it holds {size:,} bytes); re-download or "
                                       f"re-import the model at {model}.")
             header = json.loads(f.read(length))
@@ -314,10 +325,12 @@ def _looks_like_repo_id(spec: str) -> bool:
 
 def _from_hf_cache(repo_id: str, hf_cache_dir: str | os.PathLike | None) -> Path:
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
+    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
     try:
         snapshot = snapshot_download(repo_id, local_files_only=True, cache_dir=hf_cache_dir)
+    except HFValidationError:
+        raise ModelStoreError(f"No such model directory or Hugging Face repo id: {repo_id}.") from None
     except LocalEntryNotFoundError as exc:
         raise ModelStoreError(
             f"{repo_id} is not in the local Hugging Face cache; download it on a connected machine "

@@ -129,7 +129,9 @@ class ChunkReader:
         index = piece.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
             last = self._calls.get(self._last_call) if self._last_call is not None else None
-            fresh = last is None or (piece.get("id") and last.id and piece["id"] != last.id)
+            named = (piece.get("function") or {}).get("name") if isinstance(piece.get("function"), dict) else None
+            fresh = (last is None or (piece.get("id") and last.id and piece["id"] != last.id)
+                     or (named and last.name))  # a second name: a second call
             index = (max(self._calls) + 1 if self._calls else 0) if fresh else self._last_call
         self._last_call = index
         call = self._calls.setdefault(index, _CallPieces())

@@ -14,6 +14,7 @@ connection, which tells the server to stop generating. What only a local engine 
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import re
 import socket
@@ -39,6 +40,7 @@ from ._chunk_reader import ChunkReader
 
 __all__ = ["RemoteEngine", "RemoteHandle", "guess_family"]
 
+_log = logging.getLogger("mlx_notebook.engine")
 _END = object()
 _DONE = object()  # the server said the reply is over ([DONE])
 _POLL_SECONDS = 0.05  # how often a reader waiting on the server re-checks Stop
@@ -109,6 +111,11 @@ class RemoteEngine:
     # -- connecting ------------------------------------------------------------------------------
     def _pick_model(self, model: str | None) -> str:
         response = self._call("GET", "/models")
+        if response.history and response.status_code == 200:
+            # Moved (a proxy's http -> https, a new path): later requests go to the new place
+            # at once; a POST redirected by 301 or 302 would come back as a GET without a body.
+            self.url, _ = _api_root(str(response.url.copy_with(query=None)))
+            self._client.base_url = self.url
         if response.status_code in (401, 403):
             raise _http_error(self.url, response, "/models")
         try:
@@ -207,6 +214,9 @@ class RemoteEngine:
             raise EngineDeadError(f"The connection to {self.url} was closed; run "
                                   "%load_model --remote again.")
         request = self.admit(body, kind=kind)
+        if on_event is not None and not callable(on_event):
+            raise EngineError(f"on_event must be a function that takes one event, not "
+                              f"{type(on_event).__name__}.")
         send = {**body, "model": self.model, "stream": True,
                 "stream_options": {"include_usage": True}}
         path = "/chat/completions" if kind == "chat" else "/completions"
@@ -216,14 +226,17 @@ class RemoteEngine:
                                          stream=True)
         except httpx.HTTPError as exc:
             raise _transport_error(self.url, exc, self._timeout) from None
-        if response.status_code != 200:
-            try:
+        try:
+            if response.status_code != 200:
                 response.read()
-            finally:
-                response.close()
-            raise _http_error(self.url, response, path)
-        whole = _whole_reply(self.url, response, path)  # a server that did not stream
-        thinking = (request.chat_template_kwargs or {}).get("enable_thinking")
+                raise _http_error(self.url, response, path)
+            whole = _whole_reply(self.url, response, path)  # a server that did not stream
+        except BaseException as exc:
+            response.close()  # or the server generates the reply for nobody
+            if isinstance(exc, httpx.HTTPError):  # the body was cut off
+                raise _transport_error(self.url, exc, self._timeout) from None
+            raise
+        thinking = request.template_kwargs.get("enable_thinking")
         reader = ChunkReader(self.family, kind=kind, tools=body.get("tools"),
                              starts_in_reasoning=False if thinking is False
                              or self.server_splits_reasoning else None)
@@ -231,7 +244,7 @@ class RemoteEngine:
         with self._lock:
             self._open = {h for h in self._open if not h.done} | {handle}
         if on_event is not None:
-            threading.Thread(target=lambda: [on_event(e) for e in handle.events()],
+            threading.Thread(target=_deliver, args=(handle, on_event),
                              name="mlx-notebook-remote-events", daemon=True).start()
         return handle
 
@@ -398,7 +411,15 @@ class RemoteHandle:
                 yield Error(_error_sentence(self._url, item["error"]), "server_error")
                 return
             generated = reader.generated
-            events = reader.read(item)
+            try:
+                events = reader.read(item)
+            except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                self._done = True
+                self.cancel()
+                yield Error(f"The server at {self._url} sent a chunk of a shape no OpenAI API "
+                            f"sends ({type(exc).__name__}: {exc}); the reply is partial.",
+                            "server_error")
+                return
             if first is None and reader.generated > generated:
                 first = time.perf_counter()
             yield from events
@@ -432,6 +453,20 @@ class RemoteHandle:
     def __repr__(self) -> str:
         state = "done" if self._done else ("cancelled" if self._cancel.is_set() else "running")
         return f"<RemoteHandle {self.id} {self.request.kind} {state}>"
+
+
+def _deliver(handle: "RemoteHandle", on_event: Callable[[EngineEvent], None]) -> None:
+    """Pass each event to the caller's callback; one that raises cancels its request only."""
+    events = handle.events()
+    for event in events:
+        try:
+            on_event(event)
+        except Exception:
+            _log.exception("on_event raised; its request is cancelled")
+            handle.cancel()
+            for _ in events:  # to the end, so the handle counts as done
+                pass
+            return
 
 
 # -- errors as one sentence -------------------------------------------------------------------
@@ -534,7 +569,10 @@ def _http_error(url: str, response: httpx.Response, path: str) -> EngineError:
 
 def _error_sentence(url: str, error: Any, status: int | None = None) -> str:
     message = error.get("message") if isinstance(error, dict) else error
-    message = message if isinstance(message, str) else json.dumps(message)
+    if not message and isinstance(error, dict):  # {"code": 503} or {"type": "overloaded"}
+        message = error.get("type") or error.get("code")
+    if message is not None and not isinstance(message, str):
+        message = json.dumps(message)
     where = f"The server at {url}" + (f" (HTTP {status})" if status else "")
     return f"{where}: {str(message or 'no reason given').rstrip('.')}."
 

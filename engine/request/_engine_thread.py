@@ -35,7 +35,7 @@ __all__ = ["EngineThread", "FinishedTrace"]
 
 log = logging.getLogger(__name__)
 _holding = threading.local()
-"""Per thread: the engines whose ``together()`` block the thread is inside."""
+"""Per thread: the engine threads whose ``together()`` block the thread is inside."""
 
 _TRACES_KEPT = 16
 _VOCAB_PROBE = "The quick brown fox, 1234 résumé <think> 日本"
@@ -86,8 +86,10 @@ def _load_errors(what: str, path: Path, adapter: str | None = None) -> Iterator[
         reason = " ".join(str(exc).split())
         reason = type(exc).__name__ + (f": {reason[:300]}{'…' * (len(reason) > 300)}" if reason else "")
         adapted = f" with the adapter at {adapter}" if adapter else ""
+        remedy = ("this mlx-lm cannot run that architecture: upgrade mlx-lm"
+                  if "not supported" in str(exc) else "fix or re-download it")
         raise ModelStoreError(f"Cannot load {what} at {path}{adapted} ({reason.rstrip('.')}); "
-                              "fix or re-download it.") from exc
+                              f"{remedy}.") from exc
 
 
 def _load_draft(config: EngineConfig, model, tokenizer):
@@ -244,14 +246,15 @@ class EngineThread:
     def on_engine_thread(self) -> bool:
         return threading.current_thread() is self._thread
 
-    def blocking_read_refusal(self) -> str | None:
+    def blocking_read_refusal(self, started: bool) -> str | None:
         """Why the calling thread must not wait for a reply, or None: the engine thread (an
-        ``on_event`` callback) would wait on itself; a thread inside ``Engine.together()``
-        holds the very request it waits for."""
+        ``on_event`` callback) would wait on itself; a thread inside this engine's
+        ``together()`` would wait on its own block for a request not ``started`` (the block
+        holds every request that had not started when it opened)."""
         if self.on_engine_thread():
             return ("A reply cannot be read inside on_event: the callback runs on the engine "
                     "thread, which makes the reply; read it from another thread.")
-        if self in getattr(_holding, "engines", ()):
+        if not started and self in getattr(_holding, "engines", ()):
             return ("A reply cannot be read inside engine.together(): its requests start when "
                     "the block ends; read them after it.")
         return None
@@ -291,8 +294,14 @@ class EngineThread:
             self._load()
         except BaseException as e:  # surfaced in start() on the caller's thread
             # The traceback's frames hold the loaded weights (a draft refused after the
-            # model loaded): drop their locals, or a kept exception keeps the model alive.
-            traceback.clear_frames(e.__traceback__)
+            # model loaded, mlx-lm's load failing at the tokenizer): drop their locals, along
+            # the chain of causes, or a kept exception keeps the model alive.
+            seen: set[int] = set()
+            link: BaseException | None = e
+            while link is not None and id(link) not in seen:
+                seen.add(id(link))
+                traceback.clear_frames(link.__traceback__)
+                link = link.__cause__ or link.__context__
             self._load_error = e
             self._ready.set()
             return

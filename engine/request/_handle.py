@@ -55,7 +55,7 @@ class RequestHandle:
         """Typed events up to and including ``Finished`` or ``Error``."""
         if getattr(self._job.out, "deliver", None) is not None:
             raise RuntimeError("This request's events go to the on_event given to submit().")
-        refusal = self._thread.blocking_read_refusal() if not self._done else None
+        refusal = None if self._done else self._thread.blocking_read_refusal(self._job.out.started)
         if refusal:
             raise EngineError(refusal)
         take, pending = self._job.out.take, self._pending

@@ -65,6 +65,8 @@ class Outbox:
         self._waiting = False
         """Whether the reader waits on ``_ready`` (a notify without a waiter costs the engine
         thread a Python-level call per event for nothing)."""
+        self.started = False
+        """Whether any event has come: the scheduler has taken the request in."""
         self._deliver_failed = False
         self.cancel: threading.Event | None = None
         """The job's cancel flag (``Job`` sets it): a failing ``deliver`` cancels the request."""
@@ -73,6 +75,7 @@ class Outbox:
         self._taken.set()
 
     def put(self, event) -> None:
+        self.started = True
         if type(event) is Finished or type(event) is Error:
             with self._lock:
                 closing, self._closed = not self._closed, True

@@ -218,10 +218,13 @@ def check_chat_template(tokenizer, model_type: str = "") -> None:
 
     if encoder_for(model_type) is not None or not tokenizer.has_chat_template:
         return
-    if not isinstance(tokenizer.chat_template, str):
+    template = tokenizer.chat_template
+    # A dict of named templates (default, tool_use) is transformers' own form too.
+    named = template.values() if isinstance(template, dict) else [template]
+    if not named or not all(isinstance(t, str) for t in named):
         raise EngineError(
             f"The model's chat template is not a Jinja template (tokenizer_config.json holds "
-            f"{type(tokenizer.chat_template).__name__}); pass chat_template=... to use another one.")
+            f"{type(template).__name__}); pass chat_template=... to use another one.")
     try:
         text = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}],
                                              add_generation_prompt=True, tokenize=False)

@@ -57,7 +57,13 @@ def test_a_reply_read_where_it_cannot_come_is_refused_instead_of_hanging(tiny_en
     assert done.wait(30) and seen and refusals == [
         "A reply cannot be read inside on_event: the callback runs on the engine thread, which "
         "makes the reply; read it from another thread."]
+    before = tiny_engine.submit(SUM)
+    deadline = time.time() + 10
+    while not before._job.out.started and time.time() < deadline:
+        time.sleep(0.01)
     with tiny_engine.together():
+        # Taken in before the block, it is not held: it is read here.
+        assert [e for e in before.events() if isinstance(e, Finished)]
         handle = tiny_engine.submit(SUM)
         with pytest.raises(EngineError) as caught:
             next(handle.events())

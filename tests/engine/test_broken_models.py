@@ -114,3 +114,48 @@ def test_a_model_template_no_request_could_use_is_refused_at_load(broken, templa
     with pytest.raises(EngineError) as caught:
         Engine(str(broken), progress=False)
     assert str(caught.value) == message
+
+
+def test_templates_transformers_accepts_are_accepted(broken, tiny_reasoner_path):
+    own = json.loads((broken / "tokenizer_config.json").read_text()).get("chat_template")
+    own = own or (broken / "chat_template.jinja").read_text()
+    settings = json.loads((broken / "tokenizer_config.json").read_text())
+    (broken / "tokenizer_config.json").write_text(json.dumps({**settings, "chat_template": {
+        "default": own, "tool_use": own}}))  # named templates, as Hermes-2-Pro ships them
+    (broken / "chat_template.jinja").unlink(missing_ok=True)
+    with Engine(str(broken), progress=False) as engine:
+        assert engine.chat_completions({"messages": [{"role": "user", "content": "What is 17 + 25?"}],
+                                        "max_tokens": 3})["choices"]
+    looped = "{% for m in messages %}{% if loop.index > 9 %}{% break %}{% endif %}{{ m.content }}{% endfor %}"
+    assert EngineConfig(model_spec=str(tiny_reasoner_path), chat_template=looped).chat_template == looped
+
+
+def test_a_load_that_fails_keeps_nothing_of_the_model_it_read(broken):
+    import gc
+
+    (broken / "tokenizer.json").write_text("{not json")  # fails after the weights are read
+    weights = sum(p.stat().st_size for p in broken.glob("*.safetensors"))
+    gc.collect()
+    before = mx.get_active_memory()
+    with pytest.raises(EngineError) as caught:
+        Engine(str(broken), progress=False)
+    assert "tokenizer.json" in str(caught.value)
+    gc.collect()
+    assert mx.get_active_memory() - before < weights / 4  # the traceback held them before
+
+
+def test_what_this_mlx_lm_cannot_run_says_to_upgrade_it(broken):
+    config = json.loads((broken / "config.json").read_text())
+    (broken / "config.json").write_text(json.dumps({**config, "model_type": "frobnicator"}))
+    with pytest.raises(EngineError) as caught:
+        Engine(str(broken), progress=False)
+    assert str(caught.value).endswith("(ValueError: Model type frobnicator not supported); this "
+                                      "mlx-lm cannot run that architecture: upgrade mlx-lm.")
+
+
+def test_a_missing_shard_and_a_malformed_repo_id_are_named(broken):
+    (broken / "model.safetensors.index.json").write_text(json.dumps(
+        {"weight_map": {"a": "model.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    assert refusal(broken) == (f"{broken} lacks model-00002-of-00002.safetensors, which its "
+                               "model.safetensors.index.json names; finish the download.")
+    assert refusal("my model/x") == "No such model directory or Hugging Face repo id: my model/x."

@@ -109,8 +109,17 @@ def test_a_partial_and_a_callable_object_are_described_by_what_they_wrap():
 
     bound = make_tool(functools.partial(weather, units="F"), name="weather_f")
     assert bound.schema()["function"]["description"] == "Weather in a city."
+    # The bound setting is not offered to the model.
+    assert bound.schema()["function"]["parameters"]["properties"] == {"city": {"type": "string"}}
     assert bound.schema()["function"]["parameters"]["required"] == ["city"]
     assert call_tool([bound], "weather_f", {"city": "Oslo"}) == ({"city": "Oslo", "units": "F"}, None)
+    class Forecast:
+        """Tomorrow's weather."""
+
+        def __call__(self, city: str) -> str:
+            return city
+
+    assert make_tool(Forecast(), name="forecast").description == "Tomorrow's weather."
     clock = make_tool(Clock(), name="clock").schema()["function"]
     assert (clock["description"], clock["parameters"]["properties"]) == (
         "The time in a zone.", {"zone": {"type": "integer"}})

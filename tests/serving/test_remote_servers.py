@@ -50,6 +50,9 @@ class Server:
                     headers[key.strip().lower()] = value.strip()
                 body = reader.read(int(headers.get("content-length", 0)))
                 outer.requests.append((method, path))
+                if method == "GET" and models is not None and models.startswith(b"HTTP/"):
+                    self.request.sendall(models)  # a whole raw answer (a redirect)
+                    return
                 if method == "GET":
                     data = models or json.dumps({"data": [{"id": "m"}]}).encode()
                     head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n"
@@ -255,3 +258,56 @@ def test_a_redirect_is_followed_and_model_ids_that_are_not_names_are_skipped(ser
         assert engine.model == "m"
         events = list(engine.submit(BODY).events())
     assert text(events) == "Moved."
+
+
+def test_a_permanent_redirect_of_the_api_moves_every_request_there(serve):
+    target = serve(streamed(sse(chunk({"content": "Moved."}, "stop"))))
+    moved = (f"HTTP/1.1 301 Moved Permanently\r\nLocation: {target.url}/models\r\n"
+             "Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
+    hop = serve(whole(404, b"{}"), models=moved)
+    with RemoteEngine(hop.url) as engine:
+        assert engine.url == target.url  # a POST sent to the old place would come back a GET
+        assert text(list(engine.submit(BODY).events())) == "Moved."
+    assert ("POST", "/v1/chat/completions") in target.requests
+
+
+def test_thinking_turned_off_is_content_from_the_first_token(serve):
+    server = serve(streamed(sse(chunk({"content": "42."}, "stop"))))
+    events = reply(server, {**BODY, "chat_template_kwargs": {"enable_thinking": False}},
+                   family="deepseek_r1")
+    assert text(events) == "42." and text(events, ReasoningDelta) == ""
+
+
+def test_chunks_of_an_unexpected_shape_and_bare_error_objects_are_one_sentence(serve):
+    server = serve(streamed(sse(chunk({"content": "A"}), {"choices": ["x"]})))
+    assert events_end(reply(server)).startswith(
+        f"The server at {server.url} sent a chunk of a shape no OpenAI API sends (AttributeError")
+    server = serve(streamed(sse(chunk({"content": "A"}), {"error": {"code": 503}})))
+    assert events_end(reply(server)) == f"The server at {server.url}: 503."
+
+
+def test_a_remote_callback_that_raises_cancels_only_its_request(serve):
+    server = serve(streamed(sse(chunk({"content": "A"}), chunk({"content": "B"}, "stop"))))
+    with RemoteEngine(server.url) as engine:
+        with pytest.raises(EngineError, match="on_event must be a function"):
+            engine.submit(BODY, on_event=5)
+
+        def broken(event):
+            raise ValueError("my bug")
+
+        handle = engine.submit(BODY, on_event=broken)
+        deadline = time.time() + 5
+        while not handle.done and time.time() < deadline:
+            time.sleep(0.02)
+        assert handle.done and engine.active_requests == 0
+
+
+def test_two_calls_with_neither_index_nor_id_stay_two():
+    from mlx_notebook.engine.remote import ChunkReader
+
+    reader = ChunkReader("qwen3")
+    message = {"tool_calls": [{"function": {"name": "a", "arguments": "{}"}},
+                              {"function": {"name": "b", "arguments": '{"x": 1}'}}]}
+    events = reader.read({"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]})
+    events += reader.finish()
+    assert [(e.name, e.arguments) for e in events if type(e) is ToolCall] == [("a", {}), ("b", {"x": 1})]
