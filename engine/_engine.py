@@ -36,11 +36,11 @@ from .request._think_budget import think_budget_for
 
 __all__ = ["Engine"]
 
-# Engine threads not yet stopped, held strongly: an Engine the caller dropped without
-# close() still has a running thread that must be stopped before the interpreter exits.
+# Engine threads not closed, stopped before the interpreter exits. Weak: a running thread
+# holds its EngineThread itself, and a dropped Engine's thread, once it has stopped on its
+# own (``release``), leaves the set with its tokenizer.
 _live_threads: weakref.WeakSet[EngineThread] = weakref.WeakSet()
-"""Engine threads not closed: a dropped Engine's leaves the set once it has stopped."""
-_engines_ran = False
+_engines_ran = False  # MLX ran off the main thread: settle it at exit
 
 _MAX_PROMPTS = 64  # prompts in one completions request (each is its own request here)
 
