@@ -344,6 +344,7 @@ class RemoteHandle:
             for line in response.iter_lines():
                 if self._cancel.is_set():
                     return
+                line = line.removeprefix("\ufeff")  # a byte-order mark the SSE spec skips
                 if line.startswith("error:"):  # llama.cpp's own way to say a reply failed
                     self._queue.put(Error(_error_sentence(self._url, _json_or_text(line[6:])),
                                           "server_error"))

@@ -185,6 +185,9 @@ def test_sse_keep_alives_and_data_over_several_lines_are_read(serve):
               b'data:  "delta": {"content": "Hel"}}]}\n\n' + sse(chunk({"content": "lo"}, "stop")))
     events = reply(serve(streamed(stream)))
     assert text(events) == "Hello" and events_end(events) == "stop"
+    # A byte-order mark before the first event is not part of it (the SSE spec skips it).
+    bom = "\ufeff".encode() + sse(chunk({"content": "A"}), chunk({"content": "B"}, "stop"))
+    assert text(reply(serve(streamed(bom)))) == "AB"
 
 
 def test_stop_closes_a_connection_the_server_sends_nothing_on(serve):
