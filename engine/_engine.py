@@ -20,7 +20,7 @@ import mlx.core as mx
 
 from .request import _responses as responses
 from ._config import EngineConfig
-from .request._admission import GenerationRequest, ModelLimits, admit
+from .request._admission import GenerationRequest, ModelLimits, admit, check_template_args
 from .request._engine_thread import EngineThread
 from .models._dtype_policy import DtypeChoice, accelerator, apply_dtype, choose_dtype
 from ._errors import EngineDeadError, EngineError, EngineRequestError
@@ -31,7 +31,7 @@ from .request._rendering import RenderedPrompt, check_chat_template, render
 from .request._text_encoder import TextEncoder
 from ._events import EngineEvent
 from .request._handle import RequestHandle
-from .request._job import Job
+from .request._job import Job, check_on_event
 from .request._think_budget import think_budget_for
 
 __all__ = ["Engine"]
@@ -83,13 +83,9 @@ class Engine:
         # Check default_sampling the way a request body is checked, before loading anything.
         admit({"prompt": ""}, kind="completion", config=self.config)  # raises on bad values
         try:  # and chat_template_args as a request's chat_template_kwargs
-            admit({"messages": [{"role": "user", "content": "."}],
-                   "chat_template_kwargs": self.config.chat_template_args},
-                  kind="chat", config=self.config)
+            check_template_args(self.config.chat_template_args, "chat_template_args")
         except EngineRequestError as exc:
-            raise EngineError(exc.message.replace("chat_template_kwargs", "chat_template_args")
-                              .replace("not allowed: the engine sets it",
-                                       "not allowed: the engine sets it per request")) from None
+            raise EngineError(exc.message) from None
         global _engines_ran
         _engines_ran = True
         self._thread = EngineThread(self.config)
@@ -258,9 +254,7 @@ class Engine:
         that makes it (mostly the engine thread: it must return at once and never raise);
         the handle then only cancels. A server's IO loop takes events this way.
         """
-        if on_event is not None and not callable(on_event):
-            raise EngineError(f"on_event must be a function that takes one event, not "
-                              f"{type(on_event).__name__}.")
+        check_on_event(on_event)
         # Counted until the job is queued: requests submitted at once all start together.
         with self._thread.preparing():
             request, prompt = self._prepare(body, kind)

@@ -85,25 +85,30 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
     )
 
 
-def _described(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Where a tool's docstring and hints live: the function a partial wraps (a common way to
-    bind a tool's settings), a callable object's ``__call__``, or the function itself."""
+def _unwrapped(function: Callable[..., Any]) -> tuple[Callable[..., Any], set[str]]:
+    """The callable a partial wraps (a common way to bind a tool's settings), and the keywords
+    it binds: settings the model must not change."""
+    bound: set[str] = set()
     while isinstance(function, functools.partial):
+        bound |= set(function.keywords)
         function = function.func
-    if not inspect.isroutine(function) and callable(function):
-        return type(function).__call__
-    return function
+    return function, bound
+
+
+def _described(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Where a tool's hints live: a callable object's ``__call__``, else the function (under
+    any partial)."""
+    inner, _ = _unwrapped(function)
+    return type(inner).__call__ if not inspect.isroutine(inner) and callable(inner) else inner
 
 
 def _docstring(function: Callable[..., Any]) -> str:
-    """A tool's docstring: its function's, a partial's wrapped function's, or a callable
-    object's ``__call__``'s and else its class's."""
-    while isinstance(function, functools.partial):
-        function = function.func
-    if not inspect.isroutine(function) and callable(function):
-        call = type(function).__call__
-        return inspect.cleandoc(call.__doc__) if call.__doc__ else inspect.getdoc(function) or ""
-    return inspect.getdoc(function) or ""
+    """A tool's docstring: its function's, or a callable object's ``__call__``'s and else
+    its class's."""
+    inner, _ = _unwrapped(function)
+    call = _described(inner)
+    own = call.__doc__ if call is not inner else None
+    return inspect.cleandoc(own) if own else inspect.getdoc(inner) or ""
 
 
 def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict) -> dict:
@@ -123,11 +128,7 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
         hints = {}
     properties: dict[str, dict] = {}
     required: list[str] = []
-    bound: set[str] = set()  # a partial's keywords: settings the model must not change
-    wrapped = function
-    while isinstance(wrapped, functools.partial):
-        bound |= set(wrapped.keywords)
-        wrapped = wrapped.func
+    _, bound = _unwrapped(function)
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD) or parameter.name in bound:
             continue

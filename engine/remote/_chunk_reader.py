@@ -126,17 +126,16 @@ class ChunkReader:
     def _call_piece(self, piece: dict[str, Any]) -> None:
         """Fold one streamed fragment of a tool call into its call, by index; a fragment with
         no index goes on the call before it unless it brings an id of its own."""
+        function = piece.get("function") if isinstance(piece.get("function"), dict) else {}
         index = piece.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
             last = self._calls.get(self._last_call) if self._last_call is not None else None
-            named = (piece.get("function") or {}).get("name") if isinstance(piece.get("function"), dict) else None
             fresh = (last is None or (piece.get("id") and last.id and piece["id"] != last.id)
-                     or (named and last.name))  # a second name: a second call
+                     or (function.get("name") and last.name))  # a second name: a second call
             index = (max(self._calls) + 1 if self._calls else 0) if fresh else self._last_call
         self._last_call = index
         call = self._calls.setdefault(index, _CallPieces())
         call.id = str(piece.get("id") or call.id)
-        function = piece.get("function") if isinstance(piece.get("function"), dict) else {}
         call.name = str(function.get("name") or call.name)
         arguments = function.get("arguments")
         if arguments is not None and arguments != "":

@@ -35,6 +35,7 @@ from ..models._info import ModelInfo
 from ..parsing import get_family
 from ..parsing._families import ALIASES
 from ..request._admission import DEFAULT_MODEL_ALIAS, GenerationRequest, admit
+from ..request._job import check_on_event
 from ..request._prompt_cache import CacheInfo
 from ._chunk_reader import ChunkReader
 
@@ -214,9 +215,7 @@ class RemoteEngine:
             raise EngineDeadError(f"The connection to {self.url} was closed; run "
                                   "%load_model --remote again.")
         request = self.admit(body, kind=kind)
-        if on_event is not None and not callable(on_event):
-            raise EngineError(f"on_event must be a function that takes one event, not "
-                              f"{type(on_event).__name__}.")
+        check_on_event(on_event)
         send = {**body, "model": self.model, "stream": True,
                 "stream_options": {"include_usage": True}}
         path = "/chat/completions" if kind == "chat" else "/completions"

@@ -26,6 +26,7 @@ __all__ = [
     "GenerationRequest",
     "ModelLimits",
     "admit",
+    "check_template_args",
     "CHAT_ROLES",
     "GREEDY_BELOW",
     "MAX_DEPTH",
@@ -493,20 +494,25 @@ def _prompt(body, vocab_size: int | None) -> str | tuple[int, ...]:
     return prompt
 
 
-def _template_kwargs(body, config: EngineConfig) -> tuple[tuple[str, Any], ...]:
-    kwargs = body.get("chat_template_kwargs")
+def check_template_args(kwargs: Any, name: str = "chat_template_kwargs") -> None:
+    """Template arguments a request (``chat_template_kwargs``) or the engine
+    (``chat_template_args``) may set: variable names, none the engine sets itself."""
     if kwargs is not None and not isinstance(kwargs, Mapping):
-        _fail("'chat_template_kwargs' must be an object.", "chat_template_kwargs")
+        _fail(f"'{name}' must be an object.", name)
     for key in kwargs or ():
         if not isinstance(key, str) or not key.isidentifier():
-            _fail(f"'chat_template_kwargs' keys must be template variable names, got "
-                  f"{_shown(key)}.", "chat_template_kwargs")
+            _fail(f"'{name}' keys must be template variable names, got {_shown(key)}.", name)
         if key in _ENGINE_TEMPLATE_ARGS:
             what = ("the model's chat template cannot be replaced per request (pass "
                     "chat_template to Engine)" if key == "chat_template"
-                    else "the engine sets it")
-            _fail(f"'chat_template_kwargs.{key}' is not allowed: {what}.",
-                  f"chat_template_kwargs.{key}")
+                    else "the engine sets it" + (" per request" if name != "chat_template_kwargs"
+                                                 else ""))
+            _fail(f"'{name}.{key}' is not allowed: {what}.", f"{name}.{key}")
+
+
+def _template_kwargs(body, config: EngineConfig) -> tuple[tuple[str, Any], ...]:
+    kwargs = body.get("chat_template_kwargs")
+    check_template_args(kwargs)
     merged = {**config.chat_template_args, **(kwargs or {})}
     return tuple(sorted(merged.items()))
 

@@ -13,11 +13,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .._errors import EngineError
 from .._events import ContentDelta, Error, Finished, ReasoningDelta
 from ._admission import GenerationRequest
 from ._rendering import RenderedPrompt
 
-__all__ = ["Job", "Outbox", "PACE_SECONDS", "TEXT_EVENTS", "urgent"]
+__all__ = ["Job", "Outbox", "PACE_SECONDS", "TEXT_EVENTS", "check_on_event", "urgent"]
 
 # A reader woken by one event then collects what comes in the next this-many seconds in one
 # go, instead of waking once per token. Every wake-up takes the GIL from the engine thread,
@@ -30,6 +31,13 @@ _log = logging.getLogger("mlx_notebook.engine")
 
 
 TEXT_EVENTS = (ContentDelta, ReasoningDelta)
+
+
+def check_on_event(on_event: Callable[[object], None] | None) -> None:
+    """Refuse an ``on_event`` that cannot be called, at submit rather than at its first event."""
+    if on_event is not None and not callable(on_event):
+        raise EngineError(f"on_event must be a function that takes one event, not "
+                          f"{type(on_event).__name__}.")
 
 
 def urgent(event, text_seen: bool) -> bool:
