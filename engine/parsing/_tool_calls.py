@@ -59,8 +59,9 @@ def normalize_tools(tools: list[Any] | None) -> list[dict[str, Any]] | None:
 
     The Responses API writes them flat (``{"type": "function", "name", "parameters"}``);
     pydantic models are dumped to dicts; a function without ``parameters`` gets an empty
-    schema (some mlx-lm parsers index it). Anything else is left out: a schema only refines
-    argument types, so a tool we cannot read must not turn a good call into a problem.
+    schema (some mlx-lm parsers index it), and a malformed one keeps only what is well formed
+    (``_readable_schema``). Anything else is left out: a schema only refines argument types,
+    so a tool we cannot read must not turn a good call into a problem.
     """
     if not tools:
         return tools
@@ -75,8 +76,48 @@ def normalize_tools(tools: list[Any] | None) -> list[dict[str, Any]] | None:
             function = {k: v for k, v in tool.items() if k != "type"}
         if not isinstance(function, dict):
             continue
-        shaped.append({"type": "function", "function": {"parameters": {}, **function}})
+        parameters = _readable_schema(function.get("parameters"))
+        shaped.append({"type": "function", "function": {**function, "parameters": parameters}})
     return shaped
+
+
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf")
+_SCHEMA_DEPTH = 64
+
+
+def _readable_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
+    """``schema`` with the keywords parsers type arguments by kept only where well formed.
+
+    Parsers (ours and mlx-lm's) index ``properties``, ``type``, ``anyOf``… as JSON Schema
+    shapes them; a client's malformed schema (``"properties": 5``) must leave the argument
+    untyped, not turn the model's good call into a problem. A boolean schema is untyped, and
+    so is anything nested deeper than ``_SCHEMA_DEPTH``.
+    """
+    if not isinstance(schema, dict) or depth > _SCHEMA_DEPTH:
+        return {}
+    readable = dict(schema)
+    kind = schema.get("type")
+    if kind is not None and not (isinstance(kind, str) or isinstance(kind, list) and all(
+            isinstance(k, str) for k in kind)):
+        del readable["type"]
+    for key in _SCHEMA_LISTS:
+        if key in schema:
+            options = schema[key]
+            if isinstance(options, list):
+                readable[key] = [_readable_schema(o, depth + 1) for o in options
+                                 if isinstance(o, dict)]
+            else:
+                del readable[key]
+    if "enum" in schema and not isinstance(schema["enum"], list):
+        del readable["enum"]
+    if "items" in schema:
+        readable["items"] = _readable_schema(schema["items"], depth + 1)
+    if "properties" in schema:
+        properties = schema["properties"]
+        readable["properties"] = {
+            name: _readable_schema(sub, depth + 1) for name, sub in properties.items()
+            if isinstance(sub, dict)} if isinstance(properties, dict) else {}
+    return readable
 
 
 def _normalize_call(call: Any) -> dict[str, Any]:

@@ -177,6 +177,43 @@ def test_unreadable_tool_schemas_never_sink_a_good_call():
     assert out.problems == []
 
 
+
+_SCHEMA_CALLS = {
+    "qwen3_coder": "<tool_call>\n<function=f>\n<parameter=x>\n3\n</parameter>\n</function>\n"
+                   "</tool_call>",
+    "glm47": "<tool_call>f<arg_key>x</arg_key><arg_value>3</arg_value></tool_call>",
+    "minimax_m2": '<minimax:tool_call>\n<invoke name="f">\n<parameter name="x">3</parameter>\n'
+                  "</invoke>\n</minimax:tool_call>",
+}
+
+
+@pytest.mark.parametrize("family", sorted(_SCHEMA_CALLS))
+@pytest.mark.parametrize("parameters", [
+    {"properties": 5}, {"properties": []}, {"properties": {"x": 5}}, {"properties": {"x": True}},
+    {"properties": {"x": {"anyOf": 5}}}, {"properties": {"x": {"oneOf": [5, "integer"]}}},
+    {"properties": {"x": {"type": ["integer", 3]}}}, {"properties": {"x": {"type": {}}}},
+    {"properties": {"x": {"enum": 5}}}, {"properties": {"x": {"items": 7}}},
+], ids=repr)
+def test_a_malformed_schema_leaves_an_argument_untyped_not_the_call_a_problem(family, parameters):
+    tools = [{"type": "function", "function": {"name": "f", "parameters": parameters}}]
+    untyped = parse_output(_SCHEMA_CALLS[family], family, tools=[
+        {"type": "function", "function": {"name": "f"}}])
+    out = parse_output(_SCHEMA_CALLS[family], family, tools=tools)
+    assert out.problems == []
+    assert out.tool_calls == untyped.tool_calls
+
+
+def test_a_well_formed_schema_still_types_the_argument():
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": {"anyOf": [{"type": "null"}, {"type": "integer"}]}}}}}]
+    assert parse_output(_SCHEMA_CALLS["qwen3_coder"], "qwen3_coder", tools=tools).tool_calls == [
+        {"name": "f", "arguments": {"x": 3}}]
+    nested = {"type": "object"}
+    for _ in range(500):  # deeper than any schema parsers read: untyped, not a RecursionError
+        nested = {"type": "object", "properties": {"x": nested}}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": nested}}]
+    assert parse_output(_SCHEMA_CALLS["qwen3_coder"], "qwen3_coder", tools=tools).problems == []
+
 @pytest.mark.parametrize("family", sorted(f for f in FAMILIES if FAMILIES[f].parser))
 def test_call_markers_come_from_the_family_parser_module(family):
     """Each marker has one home, its parser module (ours or mlx-lm's): the table reads it."""
