@@ -10,6 +10,9 @@ Models that ship a Python encoder instead of a Jinja template (DeepSeek-V4) rend
 
 from __future__ import annotations
 
+import sys
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -226,8 +229,14 @@ def check_chat_template(tokenizer, model_type: str = "") -> None:
             f"The model's chat template is not a Jinja template (tokenizer_config.json holds "
             f"{type(template).__name__}); pass chat_template=... to use another one.")
     try:
-        text = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}],
-                                             add_generation_prompt=True, tokenize=False)
+        with _deadline(_SAMPLE_RENDER_SECONDS):
+            text = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}],
+                                                 add_generation_prompt=True, tokenize=False)
+    except _TemplateTooSlow:
+        raise EngineError(
+            f"The model's chat template cannot be used: one short message took more than "
+            f"{_SAMPLE_RENDER_SECONDS:g} s to render (a loop that does not end); pass "
+            f"chat_template=... to use another one.") from None
     except (SecurityError, TemplateSyntaxError) as e:
         raise EngineError(
             f"The model's chat template cannot be used: the template sandbox refused it "
@@ -244,3 +253,38 @@ def check_chat_template(tokenizer, model_type: str = "") -> None:
 _SAMPLE_RENDER_CHARS = 1_000_000
 """Far above any real template's rendering of one short message (a few hundred characters),
 far below what would exhaust memory when the tokenizer reads it."""
+_SAMPLE_RENDER_SECONDS = 10.0
+"""Real templates render one short message in milliseconds, traced or not."""
+
+
+class _TemplateTooSlow(Exception):
+    pass
+
+
+@contextmanager
+def _deadline(seconds: float):
+    """Raise ``_TemplateTooSlow`` in this thread's Python code once ``seconds`` have passed.
+
+    A template is compiled to Python and a Jinja loop gives no hook of its own, so a line
+    tracer is the one way to stop a template that never ends (the sandbox bounds each
+    ``range`` but not two nested ones). Only for the one sample render at load; the tracer
+    in place before (a debugger, coverage) is put back.
+    """
+    end = time.monotonic() + seconds
+    fired = False
+
+    def tracer(frame, event, arg):
+        nonlocal fired
+        if fired:
+            return None
+        if time.monotonic() > end:
+            fired = True  # once: the handlers it unwinds through run untraced
+            raise _TemplateTooSlow
+        return tracer
+
+    before = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(before)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 
 import mlx.core as mx
 import pytest
@@ -115,6 +116,22 @@ def test_a_model_template_no_request_could_use_is_refused_at_load(broken, templa
         Engine(str(broken), progress=False)
     assert str(caught.value) == message
 
+
+def test_a_model_template_that_never_ends_is_refused_at_load(broken, monkeypatch):
+    from mlx_notebook.engine.request import _rendering
+
+    monkeypatch.setattr(_rendering, "_SAMPLE_RENDER_SECONDS", 1.0)
+    endless = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    settings = json.loads((broken / "tokenizer_config.json").read_text())
+    (broken / "tokenizer_config.json").write_text(json.dumps({**settings, "chat_template": endless}))
+    (broken / "chat_template.jinja").unlink(missing_ok=True)
+    tracer = sys.gettrace()
+    with pytest.raises(EngineError) as caught:
+        Engine(str(broken), progress=False)
+    assert str(caught.value) == (
+        "The model's chat template cannot be used: one short message took more than 1 s to "
+        "render (a loop that does not end); pass chat_template=... to use another one.")
+    assert sys.gettrace() is tracer  # a debugger's or coverage's tracer is put back
 
 def test_templates_transformers_accepts_are_accepted(broken, tiny_reasoner_path):
     own = json.loads((broken / "tokenizer_config.json").read_text()).get("chat_template")
