@@ -195,6 +195,9 @@ class Engine:
             # the trace (it files it right after): one call through its inbox waits for that.
             self._thread.call(lambda: None)
             t = self._thread.traces.get(request_id)
+        if t is None and request_id in self._thread.running_ids:
+            raise EngineError(f"Request {request_id!r} is still running: its trace is filed "
+                              "when it finishes.")
         if t is None:
             raise EngineError(
                 f"No trace for request {request_id!r}: only the last 16 finished requests "
@@ -259,7 +262,8 @@ class Engine:
         with self._thread.preparing():
             request, prompt = self._prepare(body, kind)
             prefix = "chatcmpl" if kind == "chat" else "cmpl"
-            job = Job(f"{prefix}-{uuid.uuid4()}", request, prompt, self._thread.outbox(on_event))
+            request_id = f"{prefix}-{uuid.uuid4()}"
+            job = Job(request_id, request, prompt, self._thread.outbox(on_event, request_id))
             self._thread.submit(job)
         return RequestHandle(job, self._thread)
 

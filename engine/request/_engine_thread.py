@@ -166,6 +166,8 @@ class EngineThread:
         """The engine thread's scheduler: read it only on that thread (``call``)."""
         self._open_lock = threading.Lock()
         self.traces: OrderedDict[str, FinishedTrace] = OrderedDict()
+        self.running_ids: set[str] = set()
+        """Requests submitted whose last event is not yet written (their traces to come)."""
         self._stopping = False
         self._released = False  # its Engine is gone: stop once nothing is left to serve
         self._ready = threading.Event()
@@ -187,12 +189,15 @@ class EngineThread:
         """Requests submitted whose last event (Finished or Error) is not yet written."""
         return self._open_requests if self.alive else 0
 
-    def outbox(self, deliver: Callable[[Any], None] | None = None) -> Outbox:
+    def outbox(self, deliver: Callable[[Any], None] | None = None,
+               request_id: str | None = None) -> Outbox:
         """The event queue for a new job (or its ``deliver`` callable); it counts as active
-        until its last event."""
+        (and ``request_id`` as running) until its last event."""
         with self._open_lock:
             self._open_requests += 1
-        return Outbox(self._close_one, deliver)
+            if request_id is not None:
+                self.running_ids.add(request_id)
+        return Outbox(lambda: self._close_one(request_id), deliver)
 
     @contextmanager
     def preparing(self, *, until_done: bool = False):
@@ -217,9 +222,10 @@ class EngineThread:
             if last:  # the held requests may start now: wake the thread to look
                 self.inbox.put(_WAKE)
 
-    def _close_one(self) -> None:
+    def _close_one(self, request_id: str | None) -> None:
         with self._open_lock:
             self._open_requests -= 1
+            self.running_ids.discard(request_id)
 
     def submit(self, job: Job) -> None:
         with self._open_lock:

@@ -121,9 +121,14 @@ def test_an_engine_dropped_without_close_frees_its_thread_once_its_requests_are_
 def test_trace_takes_a_handle_or_its_id_and_the_filter_takes_only_text(tiny_engine):
     from mlx_notebook.engine.parsing import StreamFilter
 
-    handle = tiny_engine.submit(SUM)
+    with tiny_engine.together():  # held until the block ends: surely still running
+        handle = tiny_engine.submit(SUM)
+        with pytest.raises(EngineError, match=r"^Request 'chatcmpl-.*' is still running: its "
+                                              r"trace is filed when it finishes\.$"):
+            tiny_engine.trace(handle)
     list(handle.events())
     assert tiny_engine.trace(handle).rows == tiny_engine.trace(handle.id).rows
+    assert handle.id not in tiny_engine._thread.running_ids
     with pytest.raises(EngineError, match=r"trace\(\) takes a request id .*, not list"):
         tiny_engine.trace([1])
     with pytest.raises(TypeError, match=r"StreamFilter.feed\(\) takes text \(str\), not NoneType"):
