@@ -259,9 +259,20 @@ def _checked_mlx_dir(path: Path) -> Path:
         if missing:
             raise ModelStoreError(f"{path} lacks {', '.join(missing)}, which its "
                                   "model.safetensors.index.json names; finish the download.")
-    names: list[str] = []
+    dtypes: dict[str, str] = {}
     for file in weights:
-        names += _safetensors_names(file, path)
+        dtypes.update(_safetensors_dtypes(file, path))
+    names = list(dtypes)
+    scaled = {name.rpartition(".")[0] for name in dtypes if "scale" in name.rpartition(".")[2]}
+    integer = sorted(name for name, dtype in dtypes.items() if name.endswith(".weight")
+                     and dtype[:1] in ("I", "U")  # safetensors' I8..I64, U8..U64
+                     and name.removesuffix(".weight") not in scaled)  # .scales, .weight_scale
+    if integer:
+        # A float layer stored as integers loads, then every request fails in a matmul.
+        raise ModelStoreError(
+            f"{path} stores {integer[0]} as {dtypes[integer[0]]} with no quantization scales "
+            f"beside it ({len(integer)} such weight{'s' if len(integer) > 1 else ''}): a model "
+            "runs on float or quantized weights; re-convert or re-download it.")
     layers = config.get("num_hidden_layers")
     if layers is not None and (not isinstance(layers, int) or isinstance(layers, bool) or layers < 1):
         raise ModelStoreError(f"{path}/config.json says num_hidden_layers is {layers!r}; a model "
@@ -290,9 +301,10 @@ def _read_json(file: Path, model: Path):
                               f"model at {model}.") from None
 
 
-def _safetensors_names(file: Path, model: Path) -> list[str]:
-    """The tensor names in a safetensors file's header, after checking that every tensor's
-    bytes lie within the file (a cut download fails here, not deep inside the load)."""
+def _safetensors_dtypes(file: Path, model: Path) -> dict[str, str]:
+    """Each tensor's dtype by name, from a safetensors file's header, after checking that
+    every tensor's bytes lie within the file (a cut download fails here, not deep inside the
+    load)."""
     broken = f"{file} is not a whole safetensors file"
     try:
         size = file.stat().st_size
@@ -315,7 +327,8 @@ def _safetensors_names(file: Path, model: Path) -> list[str]:
     if tensors is None or end > size:
         raise ModelStoreError(f"{broken}: it is cut short ({size:,} of {end:,} bytes); re-download "
                               f"or re-import the model at {model}.")
-    return list(tensors)
+    return {name: str(t.get("dtype", "")) if isinstance(t, dict) else ""
+            for name, t in tensors.items()}
 
 
 def _looks_like_repo_id(spec: str) -> bool:

@@ -59,6 +59,17 @@ def test_a_cut_download_is_refused_with_its_sizes(broken):
                                f"re-import the model at {broken}.")
 
 
+def test_float_layers_stored_as_integers_are_refused_before_loading(broken, smollm2_4bit_path):
+    (weights,) = broken.glob("*.safetensors")
+    tensors = mx.load(str(weights))
+    name = "model.layers.1.self_attn.k_proj.weight"
+    tensors[name] = tensors[name].astype(mx.int32)
+    mx.save_safetensors(str(weights), tensors)
+    assert refusal(broken) == (
+        f"{broken} stores {name} as I32 with no quantization scales beside it (1 such weight): a "
+        "model runs on float or quantized weights; re-convert or re-download it.")
+    assert check_model_spec(str(smollm2_4bit_path))  # packed uint32 beside its scales: fine
+
 def test_urls_and_links_to_nowhere_say_what_they_are(tmp_path):
     assert refusal("https://huggingface.co/Qwen/Qwen3-0.6B").endswith(
         "is a URL: models load from this machine (no model hub is asked); download it and give "
