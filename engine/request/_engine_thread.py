@@ -121,6 +121,18 @@ def _load_draft(config: EngineConfig, model, tokenizer):
     return draft
 
 
+def _refuse_nan(model, path: Path) -> None:
+    """Refuse weights holding NaN: such a model loads and answers every request with
+    end-of-text (or garbage), never an error. One pass over the float weights, a tensor at a
+    time (its temporary is the tensor's size in bytes at most)."""
+    from mlx.utils import tree_flatten
+
+    for name, weight in tree_flatten(model.parameters()):
+        if mx.issubdtype(weight.dtype, mx.floating) and mx.isnan(weight).any().item():
+            raise ModelStoreError(f"The weights at {path} hold NaN ({name} is the first): the "
+                                  "model cannot compute a reply; re-convert or re-download it.")
+
+
 _WAKE = object()
 """Queued when the last caller preparing a request is done: held requests may start."""
 
@@ -343,6 +355,7 @@ class EngineThread:
                 str(path), tokenizer_config=tokenizer_config,
                 adapter_path=self.config.adapter_path, return_config=True,
             )
+        _refuse_nan(model, path)
         self.draft_model = (None if self.config.draft_model is None
                             else _load_draft(self.config, model, tokenizer))
         self.model = model

@@ -70,6 +70,18 @@ def test_float_layers_stored_as_integers_are_refused_before_loading(broken, smol
         "model runs on float or quantized weights; re-convert or re-download it.")
     assert check_model_spec(str(smollm2_4bit_path))  # packed uint32 beside its scales: fine
 
+def test_weights_holding_nan_are_refused_at_load(broken):
+    (weights,) = broken.glob("*.safetensors")
+    tensors = mx.load(str(weights))
+    name = "model.layers.1.mlp.up_proj.weight"
+    spoiled = tensors[name]
+    tensors[name] = mx.where(mx.arange(spoiled.size).reshape(spoiled.shape) == 7, mx.nan, spoiled)
+    mx.save_safetensors(str(weights), tensors)
+    with pytest.raises(EngineError) as caught:
+        Engine(str(broken), progress=False)
+    assert str(caught.value) == (f"The weights at {broken} hold NaN ({name} is the first): the "
+                                 "model cannot compute a reply; re-convert or re-download it.")
+
 def test_urls_and_links_to_nowhere_say_what_they_are(tmp_path):
     assert refusal("https://huggingface.co/Qwen/Qwen3-0.6B").endswith(
         "is a URL: models load from this machine (no model hub is asked); download it and give "
