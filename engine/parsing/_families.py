@@ -89,7 +89,8 @@ class Family:
     """Whitespace between two calls, and a closing marker right after a call whose opening
     marker the model skipped, belong to the calls, not to content (Qwen3-Coder writes
     ``<function=...>`` bare and then ``</tool_call>``, and puts newlines between parallel
-    ``<tool_call>`` blocks; vLLM's qwen3coder tests expect neither in content)."""
+    ``<tool_call>`` blocks, as GLM does; vLLM's qwen3coder and glm4_moe tests expect neither
+    in content)."""
     reasoning_prefix: str | None = None
     """A label the model writes right after the opening marker (Gemma 4's ``thought\n``)."""
 
@@ -187,7 +188,9 @@ FAMILIES: dict[str, Family] = {
             ),
             parser="kimi_k2",
         ),
-        Family("glm47", think=THINK_TAGS, tools=(_calls("glm47"),), parser="glm47"),
+        # GLM's template puts a newline between parallel calls (vLLM's glm4_moe tests).
+        Family("glm47", think=THINK_TAGS, tools=(_calls("glm47"),), parser="glm47",
+               call_gap_is_markup=True),
         Family("minimax_m2", think=THINK_TAGS, tools=(_calls("minimax_m2"),), parser="minimax_m2"),
         Family("function_gemma", tools=(_calls("function_gemma"),), parser="function_gemma"),
         Family(

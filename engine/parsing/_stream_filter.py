@@ -156,17 +156,23 @@ class StreamFilter:
         return self._take()
 
     def finish(self) -> list[Event]:
-        """End of reply: flush the withheld tail; an unclosed tool call becomes a problem."""
+        """End of reply: flush the withheld tail. A tool call left open is a call if only its
+        wrapper's closing marker is missing, else a problem."""
         if self._finished:
             return []
         self._finished = True
         if self.mode == TOOL:
-            raw = self._marker.start + "".join(self._body) + self._tail
+            body = "".join(self._body) + self._tail
             self._tail = ""
             if self._marker.is_soft:
-                self._give_back(raw)  # an unclosed "[" or "call:" was just text
+                self._give_back(self._marker.start + body)  # an unclosed "[" or "call:" was text
+            elif body.rstrip().endswith(_WHOLE_CALL_ENDS):
+                # Only the wrapper's closing marker is missing (a stop string or the end of
+                # the reply took it): mlx_lm.server parses such a call, and so do we.
+                self._body, self._end_used = [body], ""
+                self._close_call(unclosed=True)
             else:
-                self._problem(raw, "The tool call was cut off before it was closed.")
+                self._problem(self._marker.start + body, _CUT_OFF)
         if self.mode != TOOL:
             # A marker prefix that never completed is plain text; undecided text is content.
             self._release(CONTENT if self.mode == UNDECIDED else self.mode, self._tail)
@@ -329,7 +335,7 @@ class StreamFilter:
         self._soft_from, self._marker, self._body, self._scanner = None, None, [], None
         self._emit(self.mode, raw)
 
-    def _close_call(self) -> None:
+    def _close_call(self, unclosed: bool = False) -> None:
         marker, body = self._marker, "".join(self._body)
         raw = marker.start + body + self._end_used
         try:
@@ -339,7 +345,7 @@ class StreamFilter:
                 self._give_back(raw)  # "[a link]" or "call: me" was text, not calls
                 return
             calls = None
-            message = f"The tool call did not parse: {exc}"
+            message = _CUT_OFF if unclosed else f"The tool call did not parse: {exc}"
         if marker.is_soft:
             if self._soft_from == UNDECIDED:
                 self._release(CONTENT, "")  # a call settles it: what came before was content
@@ -388,6 +394,16 @@ class StreamFilter:
     def _take(self) -> list[Event]:
         out, self._out = self._out, []
         return out
+
+
+_CUT_OFF = "The tool call was cut off before it was closed."
+
+_WHOLE_CALL_ENDS = ("}", "]", "</function>", "</invoke>", "</arg_value>", "<|tool_call_end|>",
+                    "<｜tool▁call▁end｜>")
+"""What a call's own element ends in (JSON, Qwen3-Coder, MiniMax, GLM, Kimi, DeepSeek): a
+call left open after one of these lacks only its wrapper's closing marker; one left open
+anywhere else was cut inside (a value, a name) and is a problem, never a call with half an
+argument."""
 
 
 @dataclass(frozen=True, slots=True)

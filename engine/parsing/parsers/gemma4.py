@@ -14,6 +14,7 @@ Several ``call:`` entries may share one block. Raises ValueError when no call is
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 __all__ = [
@@ -134,8 +135,12 @@ class _Reader:
 
 
 def _bare(word: str) -> Any:
-    """true/false/null and numbers as JSON reads them; anything else stays a string."""
+    """true/false/null and numbers as JSON reads them, and ``108.`` as 108.0 (as vLLM's
+    parser reads Gemma 4's trailing-dot floats); anything else stays a string."""
     try:
         return json.loads(word)
     except ValueError:
-        return word
+        return float(word) if _TRAILING_DOT_FLOAT.fullmatch(word) else word
+
+
+_TRAILING_DOT_FLOAT = re.compile(r"-?\d+\.")

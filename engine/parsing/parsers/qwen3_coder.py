@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from typing import Any
 
 from .json_tools import tool_call_end, tool_call_start
@@ -41,29 +42,36 @@ def parse_tool_call(text: str, tools: Any | None = None):
     return calls[0] if len(calls) == 1 else calls
 
 
+_TAG_NAME = re.compile(r"\s*([^\s<>]+)(?:>|(?=[\s<]))")
+"""A function or parameter name, then its ``>``: as mlx-lm reads it, the name also ends at
+whitespace or ``<`` when the model forgot the ``>`` (``<function=read_file\n<parameter=``).
+A name the text ends in may be cut short: no name."""
+
+
+def _tag_name(body: str, start: int, what: str) -> tuple[str, int]:
+    """The name opening at ``start`` and where the element's content begins."""
+    match = _TAG_NAME.match(body, start)
+    if match is None:
+        raise ValueError(f"the {what} tag has no whole name" if body[start:].strip()
+                         else f"No {what} name provided.")
+    return match[1], match.end()
+
+
 def _parse_function(body: str, tools: Any) -> dict[str, Any]:
-    close = body.find(">")
-    if close == -1:
-        raise ValueError("the function tag is cut off")
-    name = body[:close].strip()
-    if not name:
-        raise ValueError("No function name provided.")
+    name, close = _tag_name(body, 0, "function")
     schema = _properties(tools, name)
     arguments: dict[str, Any] = {}
     pos = body.find(_PARAM, close)
-    rest = body[close + 1:].strip()
+    rest = body[close:].strip()
     if pos == -1 and rest.startswith("{"):
         # Llama 3.1's ``<function=name>{json}</function>`` shares the opening tag.
         return {"name": name, "arguments": json.loads(rest)}
     while pos != -1:
-        key_end = body.find(">", pos)
-        if key_end == -1:
-            raise ValueError("a parameter tag is cut off")
-        key = body[pos + len(_PARAM): key_end].strip()
+        key, key_end = _tag_name(body, pos + len(_PARAM), "parameter")
         ends = [i for i in (body.find(_PARAM_END, key_end), body.find(_PARAM, key_end))
                 if i != -1]
         value_end = min(ends) if ends else len(body)
-        value = body[key_end + 1: value_end]
+        value = body[key_end: value_end]
         # The template writes each value on its own lines: drop that one newline each side.
         value = value.removeprefix("\n")
         value = value.removesuffix("\n")

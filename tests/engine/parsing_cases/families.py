@@ -365,3 +365,67 @@ CASES += [
       f"</{DSML}invoke>\n</{DSML}tool_calls>"), {"starts_in_reasoning": False},
      expect(tool_calls=[("get_weather", {"unit": "celsius", "days": "{bad json"})])),
 ]
+
+READ_FILE_TOOLS = [{"type": "function", "function": {
+    "name": "read_file", "parameters": {"type": "object", "properties": {
+        "path": {"type": "string"}}}}}]
+READ_HOSTS = ("read_file", {"path": "/etc/hosts"})
+WEATHER_TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}, "unit": {"type": "string"}}}}}, *STR_TOOLS]
+
+CASES += [
+    # A tag whose ">" the model forgot ends at the newline or "<" (mlx-lm's
+    # test_qwen3_coder_recovers_missing_name_delimiters, vLLM's no_gt_delimiter).
+    ("qwen3_coder_function_name_missing_its_gt", "qwen3_coder",
+     "<tool_call>\n<function=read_file\n<parameter=path>\n/etc/hosts\n</parameter>\n</function>\n"
+     "</tool_call>", {"tools": READ_FILE_TOOLS}, expect(tool_calls=[READ_HOSTS])),
+    ("qwen3_coder_parameter_name_missing_its_gt", "qwen3_coder",
+     "<tool_call>\n<function=read_file>\n<parameter=path\n/etc/hosts\n</parameter>\n</function>\n"
+     "</tool_call>", {"tools": READ_FILE_TOOLS}, expect(tool_calls=[READ_HOSTS])),
+    ("qwen3_coder_value_with_a_gt_after_a_name_missing_its_own", "qwen3_coder",
+     "<tool_call>\n<function=read_file>\n<parameter=path\na>b\n</parameter>\n</function>\n"
+     "</tool_call>", {"tools": READ_FILE_TOOLS}, expect(tool_calls=[("read_file", {"path": "a>b"})])),
+    # A call whose wrapper never closed (a stop string or the reply's end took the marker) is a
+    # call when its own element is whole, as mlx_lm.server parses it (vLLM's hermes
+    # until_eos and kimi_k2 truncated tests); cut inside a value it is a problem.
+    ("hermes_call_open_at_the_end_is_a_call", "qwen3",
+     '<tool_call>\n{"name": "final_answer", "arguments": {"trigger": true}}', {},
+     expect(tool_calls=[("final_answer", {"trigger": True})])),
+    ("qwen3_coder_call_open_at_the_end_is_a_call", "qwen3_coder",
+     f"Checking.\n{QWEN3_CODER_CALL.removesuffix('</tool_call>')}", {"tools": STR_TOOLS},
+     expect(content="Checking.\n", tool_calls=[LONDON])),
+    ("qwen3_coder_value_cut_at_the_end_is_a_problem", "qwen3_coder",
+     "<tool_call>\n<function=read_file>\n<parameter=path>\n/etc/ho", {"tools": READ_FILE_TOOLS},
+     expect(problems=["<tool_call>\n<function=read_file>\n<parameter=path>\n/etc/ho"])),
+    ("glm47_call_open_at_the_end_is_a_call", "glm47",
+     "<tool_call>f\n<arg_key>a</arg_key><arg_value>x</arg_value>\n", {},
+     expect(tool_calls=[("f", {"a": "x"})])),
+    ("minimax_call_open_at_the_end_is_a_call", "minimax_m2",
+     MINIMAX_CALL.removesuffix("</minimax:tool_call>"), {"starts_in_reasoning": False},
+     expect(tool_calls=[LONDON])),
+    ("kimi_section_open_at_the_end_keeps_its_calls", "kimi_k2",
+     KIMI_SECTION.removesuffix("<|tool_calls_section_end|>"), {},
+     expect(tool_calls=[("get_weather", {"city": "Beijing"}), ("get_weather", {"city": "Shanghai"})])),
+    # GLM writes a newline between parallel calls: markup, not content (vLLM's glm4_moe tests).
+    ("glm47_parallel_calls_leave_no_content", "glm47",
+     ("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Dallas</arg_value>\n</tool_call>"
+      "\n    <tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Orlando</arg_value>\n"
+      "</tool_call>"), {},
+     expect(tool_calls=[("get_weather", {"city": "Dallas"}), ("get_weather", {"city": "Orlando"})])),
+    # vLLM's kimi_k2 tests: a bare counter id is named by the one tool it fits; an empty section
+    # is no call and no problem.
+    ("kimi_bare_counter_named_by_the_tool_it_fits", "kimi_k2",
+     ("Let me check. <|tool_calls_section_begin|><|tool_call_begin|>0 <|tool_call_argument_begin|>"
+      '{"city": "Tokyo", "unit": "celsius"}<|tool_call_end|><|tool_calls_section_end|>'),
+     {"tools": WEATHER_TOOLS},
+     expect(content="Let me check. ",
+            tool_calls=[("get_weather", {"city": "Tokyo", "unit": "celsius"})])),
+    ("kimi_empty_section_is_no_call", "kimi_k2",
+     "Reasoning. <|tool_calls_section_begin|><|tool_calls_section_end|>", {},
+     expect(content="Reasoning. ")),
+    # vLLM's gemma4 tests: a trailing-dot number is a float.
+    ("gemma4_trailing_dot_float", "gemma4",
+     '<|tool_call>call:f{left:108.,right:22.8,label:<|"|>108.<|"|>}<tool_call|>', {},
+     expect(tool_calls=[("f", {"left": 108.0, "right": 22.8, "label": "108."})])),
+]
