@@ -93,6 +93,9 @@ class Family:
     in content)."""
     reasoning_prefix: str | None = None
     """A label the model writes right after the opening marker (Gemma 4's ``thought\n``)."""
+    content_channel: str | None = None
+    """A marker that opens the answer wherever it comes, ending a thought that had no closing
+    marker (Gemma 4's ``<|channel>response\n``); it is not text."""
 
     def parser_module(self) -> ModuleType | None:
         if self.parser is None:
@@ -178,6 +181,8 @@ FAMILIES: dict[str, Family] = {
             parser="gemma4",
             think_anywhere=True,
             reasoning_prefix=gemma4.think_label,
+            content_channel=gemma4.response_channel,
+            call_gap_is_markup=True,
         ),
         Family(
             "kimi_k2",

@@ -102,7 +102,7 @@ class StreamFilter:
         ]
         self._max_marker = max(
             [len(m.start) for m in fam.tools] + [len(s) for s in fam.think or ()]
-            + [len(fam.reasoning_prefix or "")]
+            + [len(fam.reasoning_prefix or ""), len(fam.content_channel or "")]
         )
 
     @classmethod
@@ -232,6 +232,8 @@ class StreamFilter:
         if self.mode == REASONING:
             # Already reasoning: a repeated opening marker is structure with nothing to do.
             anywhere = [(think[1], "close_think"), (think[0], "drop")]
+            if fam.content_channel:
+                anywhere.append((fam.content_channel, "open_content"))
             if fam.tool_ends_reasoning:
                 anywhere += self._hard_tools
             leading = []
@@ -251,6 +253,8 @@ class StreamFilter:
         elif think and self._reasoning_seen:
             # A second close marker after reasoning ended is a stray token, not text.
             anywhere.append((think[1], "drop"))
+        if fam.content_channel:
+            anywhere.append((fam.content_channel, "open_content"))
         if think and fam.think_anywhere:
             anywhere.append((think[0], "open_think"))
         elif think and not self._think_is_text:
@@ -346,6 +350,9 @@ class StreamFilter:
                 return
             calls = None
             message = _CUT_OFF if unclosed else f"The tool call did not parse: {exc}"
+        if calls == [] and marker.is_soft:
+            self._give_back(raw)  # "[]" in prose is no call block
+            return
         if marker.is_soft:
             if self._soft_from == UNDECIDED:
                 self._release(CONTENT, "")  # a call settles it: what came before was content
@@ -398,9 +405,10 @@ class StreamFilter:
 
 _CUT_OFF = "The tool call was cut off before it was closed."
 
-_WHOLE_CALL_ENDS = ("}", "]", "</function>", "</invoke>", "</arg_value>", "<|tool_call_end|>",
-                    "<｜tool▁call▁end｜>")
-"""What a call's own element ends in (JSON, Qwen3-Coder, MiniMax, GLM, Kimi, DeepSeek): a
+_WHOLE_CALL_ENDS = ("}", "]", "</function>", "</invoke>", "</｜DSML｜invoke>", "</arg_value>",
+                    "</longcat_arg_value>", "<|tool_call_end|>", "<｜tool▁call▁end｜>")
+"""What a call's own element ends in (JSON, Qwen3-Coder, MiniMax and DeepSeek's DSML, GLM and
+LongCat, Kimi, DeepSeek-V3): a
 call left open after one of these lacks only its wrapper's closing marker; one left open
 anywhere else was cut inside (a value, a name) and is a problem, never a call with half an
 argument."""

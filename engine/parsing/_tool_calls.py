@@ -27,19 +27,17 @@ class CallProblem:
 def parse_calls(family: Family, text: str, tools) -> list[dict[str, Any] | CallProblem]:
     """Parse one call body with the family's parser into ``[{"name", "arguments"[, "id"]}]``.
 
-    Raises when the block as a whole does not parse; a single bad call among good ones (a
-    parser may report it as ``{"problem": raw, "message": ...}``) comes back as a
-    ``CallProblem`` in its place.
+    Raises when the block as a whole does not parse; an empty block is no calls (``[]``).
+    A single bad call among good ones (a parser may report it as ``{"problem": raw,
+    "message": ...}``) comes back as a ``CallProblem`` in its place.
     """
     module = family.parser_module()
     if module is None:
         raise ValueError(f"family {family.name!r} has no tool-call parser")
     result = module.parse_tool_call(text.strip(), tools)
+    if result == []:
+        return []  # an empty block (Kimi's section, LFM2's "[]"): no calls, and no problem
     items = result if isinstance(result, list) else [result]
-    if not items and not text.strip():
-        return []  # a parser that reads an empty block as no calls (Kimi's section)
-    if not items:
-        raise ValueError("no call found in the markup")
     calls: list[dict[str, Any] | CallProblem] = []
     for item in items:
         if isinstance(item, dict) and "problem" in item:

@@ -21,6 +21,7 @@ __all__ = [
     "bare_call_start",
     "parse_tool_call",
     "read_calls",
+    "response_channel",
     "think_end",
     "think_label",
     "think_start",
@@ -36,6 +37,9 @@ bare_call_start = "call:"  # a call written without ``tool_call_start`` (right a
 think_start = "<|channel>"  # the thought channel, anywhere in a reply
 think_end = "<channel|>"
 think_label = "thought\n"  # written right after ``think_start``; not part of the thought
+# The answer's own channel: it ends a thought without ``think_end`` (vllm-mlx's production
+# streams), and its label is no more the answer than ``thought`` is the thought.
+response_channel = think_start + "response\n"
 
 _QUOTE = '<|"|>'
 

@@ -50,7 +50,7 @@ def parse_tool_call(text: str, tools: Any | None = None) -> list[dict[str, Any]]
         raise ValueError("No function provided.")
     sources = _split_calls(body[start + 1: end])
     if not sources:
-        raise ValueError("the call list is empty")
+        return []  # "[]": a block with no calls (vLLM's lfm2 tests), not a failed one
     results = []
     for source in sources:
         try:

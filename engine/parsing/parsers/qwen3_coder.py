@@ -3,9 +3,10 @@
 mlx-lm's ``qwen3_coder`` parser reads values with a regex up to ``</parameter>``, so a value
 the model forgot to close swallows the next parameter, and it only honours a schema's plain
 ``type`` (not ``anyOf``/``["integer", "null"]`` as Pydantic writes optional fields). This
-scanner ends a value at ``</parameter>``, the next ``<parameter=`` or ``</function>``,
-whichever comes first, and types values by the tool schema the way vLLM's parser does.
-Without a schema entry a value stays the string the model wrote. A function whose body is a
+scanner ends a value at the ``</parameter>`` that the next parameter or ``</function>``
+follows (a value may hold parameter markup), or, when the model left it open, at the next
+``<parameter=``; and it types values by the tool schema the way vLLM's parser does: a value
+the type cannot read stays the string the model wrote, as does one without a schema entry. A function whose body is a
 JSON object instead of parameters (Llama 3.1's ``<function=name>{...}</function>``) is read
 as JSON.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from typing import Any
 
@@ -57,8 +59,13 @@ def _tag_name(body: str, start: int, what: str) -> tuple[str, int]:
     return match[1], match.end()
 
 
+_FUNCTION_NAME = re.compile(r"[\w.:-]+")
+
+
 def _parse_function(body: str, tools: Any) -> dict[str, Any]:
     name, close = _tag_name(body, 0, "function")
+    if not _FUNCTION_NAME.fullmatch(name):  # "{{ tc.name }}": a template, not a call
+        raise ValueError(f"{name!r} is not a function name")
     schema = _properties(tools, name)
     arguments: dict[str, Any] = {}
     pos = body.find(_PARAM, close)
@@ -68,9 +75,7 @@ def _parse_function(body: str, tools: Any) -> dict[str, Any]:
         return {"name": name, "arguments": json.loads(rest)}
     while pos != -1:
         key, key_end = _tag_name(body, pos + len(_PARAM), "parameter")
-        ends = [i for i in (body.find(_PARAM_END, key_end), body.find(_PARAM, key_end))
-                if i != -1]
-        value_end = min(ends) if ends else len(body)
+        value_end = _value_end(body, key_end)
         value = body[key_end: value_end]
         # The template writes each value on its own lines: drop that one newline each side.
         value = value.removeprefix("\n")
@@ -78,6 +83,36 @@ def _parse_function(body: str, tools: Any) -> dict[str, Any]:
         arguments[key] = _convert(value, schema.get(key))
         pos = body.find(_PARAM, value_end)
     return {"name": name, "arguments": arguments}
+
+
+_TAGS = re.compile(re.escape(_PARAM) + "|" + re.escape(_PARAM_END))
+
+
+def _value_end(body: str, start: int) -> int:
+    """Where the parameter value opening at ``start`` ends.
+
+    At the ``</parameter>`` that the next parameter or the function's end follows, skipping
+    whole ``<parameter=…>…</parameter>`` pairs and closers followed by other text inside the
+    value: a value may hold such markup (an agent writing a parser's fixture), as vLLM's
+    parser reads it. A value the model never closed ends at the first closer or the next
+    parameter, whichever comes first.
+    """
+    depth = 0
+    for tag in _TAGS.finditer(body, start):
+        if tag[0] == _PARAM:
+            depth += 1
+        elif depth:
+            depth -= 1
+        elif _is_next_parameter(body, tag.end()):
+            return tag.start()
+    ends = [i for i in (body.find(_PARAM_END, start), body.find(_PARAM, start)) if i != -1]
+    return min(ends) if ends else len(body)
+
+
+def _is_next_parameter(body: str, at: int) -> bool:
+    """Whether what follows ``at`` is the function's end or its next parameter."""
+    rest = body[at:].lstrip()
+    return not rest or rest.startswith(_PARAM) and _TAG_NAME.match(rest, len(_PARAM)) is not None
 
 
 def _properties(tools: Any, name: str) -> dict[str, Any]:
@@ -108,9 +143,14 @@ def _schema_type(schema: Any) -> str | None:
 
 
 def _convert(value: str, schema: Any) -> Any:
-    if value.lower() == "null":
-        return None
+    """``value`` typed by its schema, as vLLM's parser types it: a value the type cannot read
+    stays the text the model wrote (never a failed call), ``null``/``None`` is null unless the
+    parameter is a string that cannot be null."""
     kind = _schema_type(schema)
+    if value.strip().lower() == "null" or value.strip() == "None":
+        if kind not in _STRING_TYPES or _allows_null(schema):
+            return None
+        return value
     if kind is None:
         if isinstance(schema, dict):
             # Described but untyped: JSON containers are read, anything else stays text.
@@ -122,14 +162,8 @@ def _convert(value: str, schema: Any) -> Any:
         return value
     if kind in _STRING_TYPES:
         return value
-    if kind.startswith(("int", "uint", "long", "short", "unsigned")):
-        number = float(value)
-        if number != int(number):
-            raise ValueError(f"Invalid integer literal {value!r}")
-        return int(number)
-    if kind.startswith(("num", "float", "double")):
-        number = float(value)
-        return int(number) if number == int(number) else number
+    if kind.startswith(("int", "uint", "long", "short", "unsigned", "num", "float", "double")):
+        return _number(value, integer=not kind.startswith(("num", "float", "double")))
     if kind in ("boolean", "bool", "binary"):
         return value.strip().lower() == "true"
     try:
@@ -138,5 +172,34 @@ def _convert(value: str, schema: Any) -> Any:
         pass
     try:
         return ast.literal_eval(value)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         return value
+
+
+def _number(value: str, integer: bool) -> Any:
+    """An integer or a number read from ``value``, or ``value`` itself when it is not one
+    (``abc``, ``3.5`` for an integer, ``nan``: JSON has no such number)."""
+    text = value.strip()
+    if "_" in text:  # Python reads 1_000; JSON and the model's intent do not
+        return value
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return value
+    if not math.isfinite(number) or integer and number != int(number):
+        return value
+    return int(number) if number == int(number) else number
+
+
+def _allows_null(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    declared = schema.get("type")
+    if declared == "null" or isinstance(declared, list) and "null" in declared:
+        return True
+    return any(_allows_null(option) for choice in ("anyOf", "oneOf")
+               for option in schema.get(choice) or () if isinstance(option, dict))

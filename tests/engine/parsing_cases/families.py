@@ -429,3 +429,76 @@ CASES += [
      '<|tool_call>call:f{left:108.,right:22.8,label:<|"|>108.<|"|>}<tool_call|>', {},
      expect(tool_calls=[("f", {"left": 108.0, "right": 22.8, "label": "108."})])),
 ]
+
+COUNT_TOOLS = [{"type": "function", "function": {
+    "name": "set_count", "parameters": {"type": "object", "properties": {
+        "count": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "size": {"type": "integer"}, "label": {"type": "string"},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}}}]
+WRITE_TOOLS = [{"type": "function", "function": {
+    "name": "write_file", "parameters": {"type": "object", "properties": {
+        "path": {"type": "string"}, "content": {"type": "string"}}}}}]
+
+
+def _qwen3_coder_params(name, **params):
+    inner = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    return f"<tool_call>\n<function={name}>\n{inner}</function>\n</tool_call>"
+
+
+CASES += [
+    # vLLM's qwen3_xml_coder_shared tests: a value its type cannot read stays the model's text
+    # (the call is not lost); Python's None is null where null is allowed; a string "null" stays.
+    ("qwen3_coder_python_none_for_a_nullable_integer", "qwen3_coder",
+     _qwen3_coder_params("set_count", count="None", note="None"), {"tools": COUNT_TOOLS},
+     expect(tool_calls=[("set_count", {"count": None, "note": None})])),
+    ("qwen3_coder_unreadable_integer_stays_text", "qwen3_coder",
+     _qwen3_coder_params("set_count", size="abc", count="3.5"), {"tools": COUNT_TOOLS},
+     expect(tool_calls=[("set_count", {"size": "abc", "count": "3.5"})])),
+    ("qwen3_coder_string_null_is_kept", "qwen3_coder",
+     _qwen3_coder_params("set_count", label="null", size="12"), {"tools": COUNT_TOOLS},
+     expect(tool_calls=[("set_count", {"label": "null", "size": 12})])),
+    # ... and a value may hold parameter markup (an agent writing a parser's fixture).
+    ("qwen3_coder_value_holding_parameter_markup", "qwen3_coder",
+     _qwen3_coder_params("write_file", path="fixture.py",
+                         content='doc = """\n<parameter=path>\nliteral/value\n</parameter>\n"""'),
+     {"tools": WRITE_TOOLS},
+     expect(tool_calls=[("write_file", {
+         "path": "fixture.py",
+         "content": 'doc = """\n<parameter=path>\nliteral/value\n</parameter>\n"""'})])),
+    ("qwen3_coder_value_holding_a_closer_then_text", "qwen3_coder",
+     _qwen3_coder_params("write_file", path="t.py", content='T = """\n</parameter>\n"""'),
+     {"tools": WRITE_TOOLS},
+     expect(tool_calls=[("write_file", {"path": "t.py", "content": 'T = """\n</parameter>\n"""'})])),
+    ("qwen3_coder_parameter_the_schema_lacks_is_still_a_parameter", "qwen3_coder",
+     _qwen3_coder_params("write_file", path="t.py", mode="w"), {"tools": WRITE_TOOLS},
+     expect(tool_calls=[("write_file", {"path": "t.py", "mode": "w"})])),
+    ("qwen3_coder_template_markup_is_no_call", "qwen3_coder",
+     "<tool_call>\n<function={{ tc.name }}>\n</function>\n</tool_call>\n"
+     + _qwen3_coder_params("write_file", path="a"), {"tools": WRITE_TOOLS},
+     expect(tool_calls=[("write_file", {"path": "a"})],
+            problems=["<tool_call>\n<function={{ tc.name }}>\n</function>\n</tool_call>"])),
+    # vllm-mlx: DSML and LongCat calls open at the reply's end are calls too.
+    ("deepseek_v4_call_open_at_the_end_is_a_call", "deepseek_v4",
+     (f'<{DSML}tool_calls>\n<{DSML}invoke name="f">\n<{DSML}parameter name="a" string="true">1'
+      f"</{DSML}parameter>\n</{DSML}invoke>"), {"starts_in_reasoning": False},
+     expect(tool_calls=[("f", {"a": "1"})])),
+    ("longcat_call_open_at_the_end_is_a_call", "longcat",
+     "<longcat_tool_call>f\n<longcat_arg_key>a</longcat_arg_key>\n<longcat_arg_value>x"
+     "</longcat_arg_value>\n", {}, expect(tool_calls=[("f", {"a": "x"})])),
+    # vllm-mlx's Gemma 4 production streams: the response channel ends the thought.
+    ("gemma4_response_channel_ends_the_thought", "gemma4",
+     ('<|channel>thought\nThe user said "hi". Plan: greet.\n<|channel>response\n'
+      "Hello! How can I help?"), {},
+     expect('The user said "hi". Plan: greet.\n', "Hello! How can I help?")),
+    ("gemma4_response_channel_after_a_closed_thought", "gemma4",
+     "<|channel>thought\ninternal<channel|><|channel>response\nFinal answer.<channel|>", {},
+     expect("internal", "Final answer.")),
+    ("gemma4_newline_between_calls_is_markup", "gemma4",
+     "<|tool_call>call:f{a:1}<tool_call|>\n<|tool_call>call:g{b:2}<tool_call|>", {},
+     expect(tool_calls=[("f", {"a": 1}), ("g", {"b": 2})])),
+    # vLLM's lfm2 tests: an empty call list is no call; "[]" in prose stays prose.
+    ("pythonic_empty_call_block_is_no_call", "pythonic",
+     "Nothing to do.<|tool_call_start|>[]<|tool_call_end|>", {}, expect(content="Nothing to do.")),
+    ("pythonic_empty_brackets_in_prose_stay_text", "pythonic",
+     "An empty list [] is falsy.", {}, expect(content="An empty list [] is falsy.")),
+]
