@@ -288,14 +288,15 @@ class Engine:
     def completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:
         """``/v1/completions``: a dict, or an iterator of chunks when ``stream`` is true.
 
-        ``prompt`` may be a list of strings, as OpenAI takes it: one choice per prompt.
+        ``prompt`` may be a list of strings or of token-id lists, as OpenAI takes it: one
+        choice per prompt.
         """
         prompts = several_prompts(body)
         if prompts is not None:
             return self._completions_for_each(body, prompts)
         return self._respond(body, "completion")
 
-    def _completions_for_each(self, body, prompts: list[str]):
+    def _completions_for_each(self, body, prompts: list):
         handles = submit_each(self, body, prompts)
         request, created = handles[0].request, int(time.time())
         build = (responses.completion_list_chunks if request.stream
@@ -364,15 +365,18 @@ def _cancelled_on_failure(*handles: RequestHandle) -> Iterator[None]:
         raise
 
 
-def several_prompts(body) -> list[str] | None:
-    """The prompts of a completions body whose ``prompt`` lists several strings, else None."""
+def several_prompts(body) -> list[str] | list[list] | None:
+    """The prompts of a completions body whose ``prompt`` lists several strings or lists
+    token-id lists (OpenAI's batch forms), else None."""
     prompts = body.get("prompt") if isinstance(body, Mapping) else None
     if isinstance(prompts, list) and len(prompts) > 1 and all(isinstance(p, str) for p in prompts):
+        return prompts
+    if isinstance(prompts, list) and prompts and all(isinstance(p, list) for p in prompts):
         return prompts
     return None
 
 
-def submit_each(engine: Engine, body, prompts: list[str]) -> list[RequestHandle]:
+def submit_each(engine: Engine, body, prompts: list) -> list[RequestHandle]:
     """One completion request per prompt of ``body``, all admitted before any is served: a
     bad one refuses the whole request (those already queued are cancelled)."""
     if len(prompts) > _MAX_PROMPTS:

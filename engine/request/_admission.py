@@ -275,9 +275,9 @@ def _logit_bias(body, vocab_size: int | None) -> tuple[tuple[int, float], ...] |
             _fail(f"'logit_bias' keys must be integer token ids, got {_shown(key)}.", "logit_bias")
         token = int(key)
         if token < 0 or (vocab_size is not None and token >= vocab_size):
-            top = f"{vocab_size - 1}" if vocab_size is not None else "the vocabulary size"
-            _fail(f"'logit_bias' token ids must be between 0 and {top}, got {_shown(key)}.",
-                  "logit_bias")
+            size = f"; the vocabulary size is {vocab_size}" if vocab_size is not None else ""
+            _fail(f"'logit_bias' token id {_shown(key)} is out of vocabulary (ids run from 0 to "
+                  f"{_last_id(vocab_size)}{size}).", "logit_bias")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                 isinstance(value, int) or math.isfinite(value)) or not -100 <= value <= 100:
             _fail(f"'logit_bias' values must be numbers between -100 and 100, got "
@@ -286,14 +286,19 @@ def _logit_bias(body, vocab_size: int | None) -> tuple[tuple[int, float], ...] |
     return tuple(out) or None
 
 
+def _last_id(vocab_size: int | None) -> str:
+    return str(vocab_size - 1) if vocab_size is not None else "the vocabulary size less one"
+
+
 def _stop(body) -> tuple[str, ...]:
     stop = body.get("stop")
     if stop is None:
         return ()
     if isinstance(stop, str):
         stop = [stop]
-    if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
-        _fail("'stop' must be a string or a list of non-empty strings.", "stop")
+    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+        _fail("'stop' must be a string or a list of strings.", "stop")
+    stop = [s for s in stop if s]  # "" stops nothing (clients send it as their default)
     if len(stop) > _MAX_STOPS:
         _fail(f"'stop' may hold at most {_MAX_STOPS} strings, got {len(stop)}.", "stop")
     if any(len(s) > _MAX_STOP_CHARS for s in stop):
@@ -330,6 +335,8 @@ def _stream_options(body, stream: bool) -> bool:
         return False
     if not isinstance(options, Mapping):
         _fail("'stream_options' must be an object.", "stream_options")
+    if not stream:  # as OpenAI and vLLM answer it
+        _fail("'stream_options' is only allowed when 'stream' is true.", "stream_options")
     include = options.get("include_usage", False)
     if include is not None and not isinstance(include, bool):
         _fail("'stream_options.include_usage' must be true or false.",
@@ -480,17 +487,18 @@ def _prompt(body, vocab_size: int | None) -> str | tuple[int, ...]:
         # of an earlier reply resumes from exactly the tokens the model produced).
         bad = next((p for p in prompt if p < 0 or (vocab_size is not None and p >= vocab_size)), None)
         if bad is not None:
-            top = vocab_size - 1 if vocab_size is not None else "the vocabulary size"
-            _fail(f"'prompt' holds the token id {bad}, outside this model's vocabulary (0..{top}).",
-                  "prompt")
+            size = f"; the vocabulary size is {vocab_size}" if vocab_size is not None else ""
+            _fail(f"'prompt' holds the token id {bad}, out of vocabulary (ids run from 0 to "
+                  f"{_last_id(vocab_size)}{size}).", "prompt")
         return tuple(prompt)
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
-    if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
-        _fail("'prompt' as a list of several strings is served by Engine.completions (one "
+    if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
+        _fail("'prompt' as a list of several prompts is served by Engine.completions (one "
               "choice each), not by a single request.", "prompt")
     if not isinstance(prompt, str):
-        _fail("'prompt' must be a string, a list of strings or a list of token ids.", "prompt")
+        _fail("'prompt' must be a string, a list of strings, a list of token ids or a list of "
+              "token-id lists.", "prompt")
     return prompt
 
 

@@ -131,7 +131,9 @@ def _text_logprobs(items: list[TokenLogprobs], offset: int = 0) -> dict:
     return {
         "tokens": [lp.token for lp in items],
         "token_logprobs": [lp.logprob for lp in items],
-        "top_logprobs": [dict(lp.top) for lp in items] if any(lp.top for lp in items) else None,
+        # As OpenAI's legacy API: the sampled token is always among its alternatives (up to
+        # ``logprobs`` + 1 of them; one at ``logprobs: 0``).
+        "top_logprobs": [{**dict(lp.top), lp.token: lp.logprob} for lp in items],
         "text_offset": offsets,
     }
 

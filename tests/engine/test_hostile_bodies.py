@@ -33,13 +33,13 @@ def _nested(depth: int):
 REFUSED = [
     # The kernel crashed (writes past the logits) or failed late with std::bad_cast.
     ({"logit_bias": {"400": 5}}, "logit_bias",
-     "'logit_bias' token ids must be between 0 and 399, got \"400\"."),
+     "'logit_bias' token id \"400\" is out of vocabulary (ids run from 0 to 399; the vocabulary size is 400)."),
     ({"logit_bias": {"1000000": 5}}, "logit_bias",
-     "'logit_bias' token ids must be between 0 and 399, got \"1000000\"."),
+     "'logit_bias' token id \"1000000\" is out of vocabulary (ids run from 0 to 399; the vocabulary size is 400)."),
     ({"logit_bias": {"-1": 5}}, "logit_bias",
-     "'logit_bias' token ids must be between 0 and 399, got \"-1\"."),
+     "'logit_bias' token id \"-1\" is out of vocabulary (ids run from 0 to 399; the vocabulary size is 400)."),
     ({"logit_bias": {str(2**64): 5}}, "logit_bias",
-     "'logit_bias' token ids must be between 0 and 399, got \"18446744073709551616\"."),
+     "'logit_bias' token id \"18446744073709551616\" is out of vocabulary (ids run from 0 to 399; the vocabulary size is 400)."),
     ({"logit_bias": {"1.5": 5}}, "logit_bias",
      "'logit_bias' keys must be integer token ids, got \"1.5\"."),
     ({"logit_bias": {"12": float("nan")}}, "logit_bias",
@@ -80,6 +80,8 @@ REFUSED = [
      "'max_tokens' must be at most 2048 (the model's context), got 1000000000000000000000000000000."),
     ({"stream": True, "stream_options": {"include_usage": "no"}}, "stream_options.include_usage",
      "'stream_options.include_usage' must be true or false."),
+    ({"stream_options": {"include_usage": True}}, "stream_options",
+     "'stream_options' is only allowed when 'stream' is true."),
     # The wrong exception: the tokenizer's TypeError, a RecursionError.
     ({"messages": [{"role": "user", "content": "a\ud800b"}]}, "messages[0].content",
      "'messages[0].content' is not valid Unicode text (it holds a lone surrogate such as "
@@ -139,6 +141,17 @@ def test_an_empty_completion_prompt_is_served_from_the_start_token(tiny_engine):
     assert r["usage"]["prompt_tokens"] == 1 and r["usage"]["completion_tokens"] >= 1
 
 
+def test_legacy_logprobs_always_hold_the_sampled_token(tiny_engine):
+    # OpenAI's legacy completions (and vLLM's test_zero_logprobs): up to logprobs + 1 entries.
+    for n in (0, 2):
+        r = tiny_engine.completions({"prompt": "Hi", "max_tokens": 4, "logprobs": n,
+                                     "temperature": 1.5, "seed": 7})
+        lp = r["choices"][0]["logprobs"]
+        assert len(lp["top_logprobs"]) == len(lp["tokens"]) == 4
+        for token, value, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
+            assert top[token] == pytest.approx(value)
+            assert 1 <= len(top) <= n + 1
+
 def test_twenty_top_logprobs_are_served_as_strict_json(tiny_engine):
     r = tiny_engine.completions({"prompt": "Hi", "max_tokens": 3, "logprobs": True,
                                  "top_logprobs": 20})
@@ -164,6 +177,24 @@ def test_a_prompt_list_gets_one_choice_per_prompt(tiny_engine):
     assert texts == one
     assert chunks[-1]["usage"]["prompt_tokens"] == r["usage"]["prompt_tokens"]
 
+
+def test_a_list_of_token_id_prompts_gets_one_choice_per_prompt(tiny_engine):
+    ids = [list(tiny_engine.inspect({"prompt": p}, kind="completion").token_ids)
+           for p in ("Hi", "The")]
+    one = [tiny_engine.completions({"prompt": p, "max_tokens": 4})["choices"][0]["text"]
+           for p in ("Hi", "The")]
+    r = tiny_engine.completions({"prompt": ids, "max_tokens": 4})
+    assert [c["text"] for c in r["choices"]] == one
+    assert tiny_engine.completions({"prompt": ids[:1], "max_tokens": 4})["choices"][0]["text"] == one[0]
+    with pytest.raises(EngineRequestError, match="out of vocabulary"):
+        tiny_engine.completions({"prompt": [ids[0], [10**6]], "max_tokens": 4})
+
+
+def test_an_empty_stop_string_stops_nothing(tiny_engine):
+    plain = tiny_engine.completions({"prompt": "Hi", "max_tokens": 6})["choices"][0]
+    for stop in ("", [""], ["", ""]):
+        r = tiny_engine.completions({"prompt": "Hi", "max_tokens": 6, "stop": stop})["choices"][0]
+        assert (r["text"], r["finish_reason"]) == (plain["text"], plain["finish_reason"])
 
 def test_tool_choice_none_renders_no_tools(tiny_engine, script_body):
     body = script_body("single_tool_call")
@@ -245,8 +276,8 @@ def test_smollm2_checks_token_ids_against_its_own_vocabulary(smollm2_engine):
     for bias in ({"1000000": 5}, {"49152": 5}):
         with pytest.raises(EngineRequestError) as info:
             smollm2_engine.chat_completions({**body, "logit_bias": bias})
-        assert info.value.message.startswith(
-            "'logit_bias' token ids must be between 0 and 49151, got ")
+        assert info.value.message.endswith(
+            "is out of vocabulary (ids run from 0 to 49151; the vocabulary size is 49152).")
     with pytest.raises(EngineRequestError) as info:
         smollm2_engine.chat_completions({**body, "temperature": 1, "top_k": 49152})
     assert info.value.message == (

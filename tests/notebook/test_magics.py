@@ -882,7 +882,7 @@ def test_config_checks_values_against_the_loaded_models_limits(reasoner_shell, c
                "%mlx config: max_tokens must be at most 2048 (the model's context), got 10000000.",
                capsys)
     fails_with(reasoner_shell, "%mlx config logit_bias=999999=5",
-               '%mlx config: logit_bias token ids must be between 0 and 399, got "999999".', capsys)
+               '%mlx config: logit_bias token id "999999" is out of vocabulary (ids run from 0 to 399; the vocabulary size is 400).', capsys)
     assert magics_of(reasoner_shell).defaults == before
 
 
