@@ -12,6 +12,7 @@ assistant message and the tools' results back as ``tool`` messages and asks agai
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any, Callable, Iterator, Protocol
@@ -24,6 +25,8 @@ from .display import plural
 from .testing import record_reply
 from .tools import Tool, call_tool
 from .turn import Round, Turn
+
+log = logging.getLogger(__name__)
 
 __all__ = ["View", "run_turn", "ToolRoundsExceeded", "DEFAULT_MAX_ROUNDS"]
 
@@ -147,11 +150,18 @@ def _consume(engine: Any, handle: Any, turn: Turn, view: View | None, kind: str)
 
 
 def _stream(engine: Any, handle: Any, turn: Turn, view: View | None, kind: str) -> None:
+    live = [view] if view is not None else []
+
     def observed(stream: Iterator[EngineEvent]) -> Iterator[EngineEvent]:
         for event in stream:
             turn.apply(event)
-            if view is not None:
-                view.handle(event)
+            for shown in live:
+                try:
+                    shown.handle(event)
+                except Exception:  # noqa: BLE001 -- a view's bug must not lose the turn
+                    log.exception("the live view failed; the turn goes on and is shown when "
+                                  "it ends")
+                    live.clear()
             yield event
 
     # The engine's own chunk builder, so ``turn.chunks`` is what the HTTP path would send.

@@ -14,6 +14,7 @@ from typing import Any, Callable, TextIO
 
 from mlx_notebook.engine import ContentDelta, EngineEvent, Error, ParseProblem, ReasoningDelta, ToolCall
 
+from .display import visible_text
 from .turn import Turn
 
 __all__ = ["TerminalView", "TOOL_RESULT_SHOWN"]
@@ -106,6 +107,6 @@ class TerminalView:
 
     def _write(self, text: str) -> None:
         if text:
-            self._out.write(text)
+            self._out.write(visible_text(text))
             self._out.flush()
             self._written = True

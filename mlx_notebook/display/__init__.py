@@ -22,7 +22,7 @@ from ._turn_record import (
     json_safe,
     turn_record,
 )
-from ._turn_text import turn_markdown, turn_plain_text
+from ._turn_text import turn_markdown, turn_plain_text, visible_text
 
 __all__ = [
     "turn_mimebundle", "turn_record", "TURN_MIME_TYPE", "TURN_SCHEMA_VERSION", "turn_html",
@@ -30,5 +30,5 @@ __all__ = [
     "code_html", "markdown_blocks", "MarkdownStream", "notices_html", "tool_card_html", "footer_items", "format_bytes", "status_label", "reasoning_summary",
     "reasoning_text", "pretty_json", "probability_colour", "json_safe", "format_seconds",
     "fixed", "plural", "turn_parts", "tools_offered_line", "tools_unsupported_warning",
-    "finish_reason_name", "cache_parting_lines",
+    "finish_reason_name", "cache_parting_lines", "visible_text",
 ]

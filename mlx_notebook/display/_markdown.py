@@ -51,11 +51,18 @@ class _ReplyStyle(Style):
 _FORMATTER = HtmlFormatter(noclasses=True, nowrap=True, style=_ReplyStyle)
 
 
+_HIGHLIGHTED_CHARS = 100_000
+"""Code longer than this is shown plain: inline styles make highlighted code ~9x larger
+(a 1 MB block took 7 s and saved 9 MB of HTML)."""
+
+
 def code_html(code: str, language: str = "") -> str:
-    """One highlighted ``<pre>`` block; unknown languages come out as escaped plain text."""
+    """One highlighted ``<pre>`` block; unknown languages (and very long code) come out as
+    escaped plain text."""
     language = language.strip().split()[0] if language.strip() else ""
     try:
-        lexer = get_lexer_by_name(language) if language else TextLexer()
+        lexer = (get_lexer_by_name(language) if language and len(code) <= _HIGHLIGHTED_CHARS
+                 else TextLexer())
     except ClassNotFound:
         lexer = TextLexer()
     body = highlight(code, lexer, _FORMATTER) if code else ""

@@ -17,8 +17,13 @@ __all__ = ["token_view_html", "probability_colour"]
 
 def probability_colour(probability: float) -> str:
     """Red for a surprising token, through yellow, to green for a near-certain one."""
-    p = min(max(probability, 0.0), 1.0)
+    p = min(max(probability, 0.0), 1.0) if math.isfinite(probability) else 0.0
     return f"hsla({120 * p:.0f}, 75%, 72%, {0.85 - 0.45 * p:.2f})"
+
+
+def _probability(logprob: float | None) -> float:
+    """A token's probability; 0 for a missing or NaN log-probability (overflowed logits)."""
+    return 0.0 if logprob is None or math.isnan(logprob) else math.exp(logprob)
 
 
 def _visible(token: str) -> str:
@@ -31,13 +36,13 @@ _MARK = ";outline:2px solid #cf222e"
 
 def _token_span(item: dict, at: int, marked: bool = False) -> str:
     token, logprob = item["token"], item["logprob"]
-    probability = math.exp(logprob) if logprob is not None else 0.0
+    probability = _probability(logprob)
     rows = [f"<tr><td><b>{html.escape(repr(token))}</b></td><td><b>{probability:.1%}</b></td></tr>"]
     title = [f"{token!r}: {probability:.1%}"]
     for top in item.get("top_logprobs") or []:
         if top["token"] == token:
             continue
-        p = math.exp(top["logprob"]) if top["logprob"] is not None else 0.0
+        p = _probability(top["logprob"])
         # data-token: the alternative as text, for a front end that branches on a click.
         rows.append(f'<tr class="mlxnb-alt" data-token="{html.escape(top["token"])}">'
                     f"<td>{html.escape(repr(top['token']))}</td><td>{p:.1%}</td></tr>")
@@ -65,7 +70,7 @@ def token_view_html(logprobs: list[dict] | None, *, mark: int | None = None) -> 
         return ('<div class="mlxnb-tokens mlxnb-tokens-empty">No token probabilities: run the '
                 "cell with <code>%%chat --tokens</code>.</div>")
     spans = "".join(_token_span(item, i, i == mark) for i, item in enumerate(logprobs))
-    mean = sum(math.exp(item["logprob"]) for item in logprobs) / len(logprobs)
+    mean = sum(_probability(item["logprob"]) for item in logprobs) / len(logprobs)
     drafted = sum(bool(item.get("from_draft")) for item in logprobs)
     drafts = (f" · <b>{drafted}</b> from the draft model (underlined, {drafted / len(logprobs):.0%})"
               if any(item.get("from_draft") is not None for item in logprobs) else "")

@@ -17,6 +17,7 @@ from ._footer import footer_items, status_label
 from ._markdown import markdown_html
 from ._numbers import format_seconds, plural
 from ._turn_parts import cache_parting_lines, tools_offered_line, tools_unsupported_warning, turn_parts
+from ._turn_record import json_safe
 
 __all__ = ["turn_html", "turn_css", "reasoning_summary", "reasoning_text", "pretty_json",
            "tool_card_html", "notices_html"]
@@ -32,10 +33,11 @@ def turn_css() -> str:
 
 
 def pretty_json(value: Any) -> str:
-    """Tool arguments and results as people read them: indented, non-ASCII kept."""
+    """Tool arguments and results as people read them: indented, non-ASCII kept (and cut
+    below ``JSON_DEPTH`` levels, which the indenting encoder could not reach)."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    return json.dumps(json_safe(value), indent=2, ensure_ascii=False, sort_keys=False)
 
 
 def reasoning_text(record: dict) -> str:
@@ -64,8 +66,8 @@ def tool_card_html(call: dict, *, waiting: bool = False) -> str:
     parts = [
         '<div class="mlxnb-tool" style="border:1px solid #d0d7de;border-radius:6px;'
         'padding:6px 8px;margin:6px 0">',
-        f'<div><span class="mlxnb-tool-badge">tool call</span> <span class="mlxnb-tool-name">{html.escape(call["name"])}</span>'
-        f' <span class="mlxnb-tool-id" style="{_MUTED}">{html.escape(call["id"])}</span></div>',
+        f'<div><span class="mlxnb-tool-badge">tool call</span> <span class="mlxnb-tool-name"><bdi>{html.escape(call["name"])}</bdi></span>'
+        f' <span class="mlxnb-tool-id" style="{_MUTED}"><bdi>{html.escape(call["id"])}</bdi></span></div>',
         '<div class="mlxnb-tool-label">arguments</div>',
         f'<pre class="mlxnb-tool-args">{html.escape(pretty_json(call["arguments"]))}</pre>',
     ]

@@ -23,8 +23,14 @@ TURN_MIME_TYPE = "application/vnd.mlx-notebook.turn+json"
 TURN_SCHEMA_VERSION = 1
 
 
-def json_safe(value: Any) -> Any:
-    """A JSON-serializable copy: unknown objects become their ``repr``, NaN/inf become None.
+JSON_DEPTH = 100
+"""Levels of nesting a record keeps. Deeper (a model's arguments nested 600 levels, which
+its parser reads) is cut to a marker: rendering it would exceed Python's recursion limit."""
+
+
+def json_safe(value: Any, _depth: int = 0) -> Any:
+    """A JSON-serializable copy: unknown objects become their ``repr``, NaN/inf become None,
+    anything nested deeper than ``JSON_DEPTH`` levels a marker string.
 
     Requests can hold Python callables (tools) and results can be any object a tool
     returned; the record must still save into a notebook.
@@ -33,13 +39,15 @@ def json_safe(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if _depth >= JSON_DEPTH:
+        return f"… (nested deeper than {JSON_DEPTH} levels)"
     if isinstance(value, dict):
-        return {str(key): json_safe(item) for key, item in value.items()}
+        return {str(key): json_safe(item, _depth + 1) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [json_safe(item) for item in value]
+        return [json_safe(item, _depth + 1) for item in value]
     try:
-        return json_safe(json.loads(json.dumps(value)))
-    except (TypeError, ValueError):
+        return json_safe(json.loads(json.dumps(value)), _depth)
+    except (TypeError, ValueError, RecursionError):
         return repr(value)
 
 

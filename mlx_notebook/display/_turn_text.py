@@ -6,21 +6,87 @@ answer gives byte-identical text on every run and nbval can compare it without s
 
 from __future__ import annotations
 
+import html
 import json
+import re
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
 
 from ._footer import footer_items, status_label
 from ._numbers import plural
 from ._turn_html import pretty_json
 from ._turn_parts import tools_offered_line, tools_unsupported_warning, turn_parts
 
-__all__ = ["turn_markdown", "turn_plain_text"]
+__all__ = ["turn_markdown", "turn_plain_text", "visible_text"]
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(match: re.Match) -> str:
+    code = ord(match[0])
+    if code < 0x20:
+        return chr(0x2400 + code)  # ␛ for ESC, ␍ for a carriage return...
+    return "␡" if code == 0x7F else f"\\u{code:04x}"
+
+
+def visible_text(text: str) -> str:
+    """``text`` for a terminal or a ``text/plain`` output: control characters (ESC, carriage
+    return, C1) and bidi overrides shown as symbols, so a reply cannot clear the screen,
+    retitle the terminal, write the clipboard, overwrite a line or reverse the text after it.
+    Newlines and tabs stay."""
+    return _CONTROLS.sub(_shown, text)
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in re.findall("`+", text)), default=0)
 
 
 def _fence(text: str, language: str = "") -> str:
-    # A fence longer than any backtick run inside, so code in a result cannot close it.
-    longest = max((len(run) for run in text.split("\n") if set(run) == {"`"}), default=0)
-    ticks = "`" * max(3, longest + 1)
+    # Longer than any backtick run inside (indented or not), so the text cannot close it.
+    ticks = "`" * max(3, _longest_backtick_run(text) + 1)
     return f"{ticks}{language}\n{text}\n{ticks}"
+
+
+def _code_span(text: str) -> str:
+    """``text`` as inline code that no backtick inside can close."""
+    if "`" not in text:
+        return f"`{text}`"
+    ticks = "`" * (_longest_backtick_run(text) + 1)
+    return f"{ticks} {text} {ticks}"  # the spaces, which CommonMark strips, part a backtick
+
+
+def _literal(text: str) -> str:
+    """``text`` on one line, shown as written: the characters that make HTML, links, code or
+    bold escaped (a tool error or a model name quoting ``<img onerror=...>`` stays text in
+    any Markdown renderer)."""
+    return _ACTIVE.sub(r"\\\g<0>", " ".join(text.split()))
+
+
+_ACTIVE = re.compile(r"[\\`*\[\]<>&]")
+
+
+@lru_cache(maxsize=1)
+def _html_finder() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+
+
+def _inert_html(text: str) -> str:
+    """The reply's Markdown with the raw HTML in it made text, as ``text/html`` shows it
+    (rendered with ``html=False``): a Markdown renderer that honours HTML runs none of it."""
+    if "<" not in text:
+        return text
+    lines = text.split("\n")
+    for token in _html_finder().parse(text):
+        if token.type == "html_block" and token.map:
+            for i in range(*token.map):
+                lines[i] = lines[i].replace("<", "&lt;")
+        elif token.type == "inline" and token.map and token.children:
+            for child in token.children:
+                if child.type == "html_inline":
+                    for i in range(*token.map):
+                        lines[i] = lines[i].replace(child.content, html.escape(child.content))
+    return "\n".join(lines)
 
 
 def _markdown_part(part: dict) -> str | None:
@@ -28,26 +94,28 @@ def _markdown_part(part: dict) -> str | None:
         return f"<details><summary>Reasoning</summary>\n\n{_fence(part['text'])}\n\n</details>"
     if part["kind"] == "tool":
         call = part["call"]
-        block = [f"**Tool call** `{call['name']}`", _fence(pretty_json(call["arguments"]), "json")]
+        block = [f"**Tool call** {_code_span(call['name'])}",
+                 _fence(pretty_json(call["arguments"]), "json")]
         if call["error"] is not None:
-            block.append(f"**Error:** {call['error']}")
+            block.append(f"**Error:** {_literal(call['error'])}")
         elif call["result"] is not None:
             block.append("**Result**")
             block.append(_fence(pretty_json(call["result"]), "json"))
         return "\n\n".join(block)
-    return part["text"] or None
+    return _inert_html(part["text"]) or None
 
 
 def turn_markdown(record: dict) -> str:
-    """The turn as Markdown: rounds in order, reasoning folded in ``<details>``, tool calls as code."""
-    parts = [f"*{line}*" for line in [tools_offered_line(record)] if line]
+    """The turn as Markdown: rounds in order, reasoning folded in ``<details>``, tool calls as code.
+    Only the reply's own Markdown is Markdown: names, errors and the model are literal text."""
+    parts = [f"*{_literal(line)}*" for line in [tools_offered_line(record)] if line]
     if warning := tools_unsupported_warning(record):
-        parts.append(f"**Warning:** {warning}")
+        parts.append(f"**Warning:** {_literal(warning)}")
     parts.extend(text for part in turn_parts(record) if (text := _markdown_part(part)))
     if record["error"]:
-        parts.append(f"**Error:** {record['error']}")
+        parts.append(f"**Error:** {_literal(record['error'])}")
     stats = " · ".join(f"{label} {value}" for label, value in footer_items(record, timings=False))
-    parts.append(f"*{record['model']} · {stats}*")
+    parts.append(f"*{_literal(record['model'] + ' · ' + stats)}*")
     return "\n\n".join(parts)
 
 
@@ -79,4 +147,4 @@ def turn_plain_text(record: dict) -> str:
         f"[{status_label(record)}, {plural(usage['prompt_tokens'], 'prompt token')} "
         f"({usage['cached_tokens']} cached), {plural(usage['completion_tokens'], 'completion token')}]"
     )
-    return "\n".join(lines)
+    return visible_text("\n".join(lines))

@@ -63,6 +63,10 @@ MAX_MESSAGES_PER_SECOND = 20
 """Ceiling on coalesced stream messages (deltas, prefill progress) per view."""
 
 _TERMINAL = ("done", "stopped", "error")
+_LIVE_TOOL_CARDS = 64
+"""Tool cards the live view draws. A reply with more calls (a model in a loop wrote 3,000)
+shows the rest when the turn ends: every card change re-sends the synced cards, so drawing
+them all live cost the kernel minutes and the front end a gigabyte."""
 
 
 def _common_prefix_length(old: list[str], new: list[str]) -> int:
@@ -183,6 +187,7 @@ class ChatView(anywidget.AnyWidget):
         self._display_handle = None
         self._parent: dict | None = None
         self._static: tuple[dict, dict] | None = None
+        self._calls_not_drawn = 0
         self.on_msg(self._on_front_end_message)
         self._route_stop_to_the_front_ends_subshell()
 
@@ -225,8 +230,7 @@ class ChatView(anywidget.AnyWidget):
         with self.hold_sync():
             self.tools_offered = [str(name) for name in names]
             self.tools_unsupported = bool(unsupported)
-            self.notices = notices_html({"tools_offered": self.tools_offered,
-                                         "tools_unsupported": self.tools_unsupported})
+            self.notices = self._notices_now()
 
     def handle(self, event: Any) -> None:
         """Apply one engine event; call from the thread that consumes the request's events."""
@@ -243,16 +247,14 @@ class ChatView(anywidget.AnyWidget):
         """Show what a tool returned (or why it failed) on its card."""
         with self._lock:
             calls = [dict(call) for call in self.tool_calls]
-            for call in calls:
-                if call["id"] == call_id:
-                    call["result"] = json_safe(result)
-                    call["error"] = None if error is None else str(error)
-            self.tool_calls = calls
-            self.tool_cards = self._tool_cards(calls)
-
-    @staticmethod
-    def _tool_cards(calls: list[dict]) -> dict[str, str]:
-        return {call["id"]: tool_card_html(call, waiting=True) for call in calls}
+            changed = next((call for call in calls if call["id"] == call_id), None)
+            if changed is None:  # a call past the cards drawn live
+                return
+            changed["result"] = json_safe(result)
+            changed["error"] = None if error is None else str(error)
+            with self.hold_sync():
+                self.tool_calls = calls
+                self.tool_cards = {**self.tool_cards, call_id: tool_card_html(changed, waiting=True)}
 
     def _footer_items(self) -> list[list[str]]:
         """The footer as the static output words it, with the tokens counted so far."""
@@ -368,13 +370,25 @@ class ChatView(anywidget.AnyWidget):
 
     def _on_tool_call(self, event: ToolCall) -> None:
         self._flush()
+        if len(self.tool_calls) >= _LIVE_TOOL_CARDS:
+            self._calls_not_drawn += 1
+            self.notices = self._notices_now()
+            return
         self._blocks.append(_Block("tool", self._clock(), call_id=event.id, round_=self._round))
         call = {"id": event.id, "name": event.name, "arguments": json_safe(event.arguments),
                 "result": None, "error": None}
         with self.hold_sync():
             self.tool_calls = [*self.tool_calls, call]
-            self.tool_cards = self._tool_cards(self.tool_calls)
+            self.tool_cards = {**self.tool_cards, call["id"]: tool_card_html(call, waiting=True)}
             self.phase = "tool_calls"
+
+    def _notices_now(self) -> str:
+        lines = notices_html({"tools_offered": self.tools_offered,
+                              "tools_unsupported": self.tools_unsupported})
+        if self._calls_not_drawn:
+            lines += (f'<div class="mlxnb-warning" style="color:#7a5b00">{self._calls_not_drawn:,} '
+                      f"more tool calls: shown when the turn ends</div>")
+        return lines
 
     def _on_problem(self, event: ParseProblem) -> None:
         self._flush()

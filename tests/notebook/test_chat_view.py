@@ -173,6 +173,40 @@ def test_tool_call_card_gets_its_result():
     assert any("tool_calls" in s for s in states)
 
 
+def test_a_reply_of_thousands_of_calls_sends_a_bounded_amount():
+    """Each card change re-sends the synced cards: the live view draws the first 64 and
+    counts the rest (the static output, once the turn ends, has them all)."""
+    view, sent = recording_view()
+    view.handle(Started("r1", prompt_tokens=30, cached_tokens=0))
+    for i in range(1000):
+        view.handle(ToolCall(index=i, id=f"call_{i}", name="f", arguments={"x": i}, text=""))
+        view.tool_result(f"call_{i}", result={"ok": i})
+    assert len(view.tool_calls) == len(view.tool_cards) == 64
+    assert view.tool_calls[63]["result"] == {"ok": 63}
+    assert "936 more tool calls: shown when the turn ends" in view.notices
+    assert len(json.dumps(sent)) < 20_000_000  # 1 GB when every change re-sent every card
+
+
+def test_arguments_nested_past_the_recursion_limit_still_render():
+    """A parser reads JSON nested ~980 levels; the card and the saved turn cut it at 100."""
+    deep = {}
+    inner = deep
+    for _ in range(900):
+        inner["a"] = {}
+        inner = inner["a"]
+    view, _ = recording_view()
+    view.handle(Started("r1", prompt_tokens=30, cached_tokens=0))
+    view.handle(ToolCall(index=0, id="call_0", name="f", arguments=deep, text=""))
+    view.tool_result("call_0", result=deep)
+    view.handle(Finished("tool_calls"))
+    assert "nested deeper than 100 levels" in view.tool_cards["call_0"]
+    turn = Turn(model="smollm2", session="default", request={},
+                tool_calls=[{"id": "call_0", "name": "f", "arguments": deep, "result": deep,
+                             "error": None}], finish_reason="stop")
+    data, _ = view.finish(turn)
+    assert "nested deeper than 100 levels" in data["text/html"]
+    assert "nested deeper than 100 levels" in data["text/markdown"]
+
 def test_footer_numbers_follow_started_and_usage_across_rounds():
     view, _ = recording_view()
     view.handle(Started("r1", prompt_tokens=40, cached_tokens=0))
@@ -337,7 +371,7 @@ def test_tool_turn_blocks_keep_the_order_of_the_rounds_and_their_own_reasoning_n
                                                       {"tokens": 1, "seconds": 0.0}]
     html = data["text/html"]
     assert "Reasoning · 3 tokens · 0.50 s" in html and "Reasoning · 1 token<" in html
-    assert html.index("Reasoning · 3 tokens") < html.index("get_weather</span>") < html.index("Reasoning · 1 token")
+    assert html.index("Reasoning · 3 tokens") < html.index("get_weather</bdi></span>") < html.index("Reasoning · 1 token")
     assert view.tools_offered == ["get_weather"] and ">tools offered: get_weather</div>" in html
 
 

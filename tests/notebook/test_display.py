@@ -115,7 +115,7 @@ def test_html_shows_reasoning_folded_tool_card_answer_and_footer():
     html = turn_mimebundle(make_turn(), reasoning_tokens=12, reasoning_seconds=0.4)[0]["text/html"]
     assert '<details class="mlxnb-reasoning"' in html and "<details class=\"mlxnb-reasoning\" open" not in html
     assert "Reasoning · 12 tokens · 0.40 s" in html
-    assert '<span class="mlxnb-tool-name">get_weather</span>' in html
+    assert '<span class="mlxnb-tool-name"><bdi>get_weather</bdi></span>' in html
     assert "{\n  &quot;city&quot;: &quot;Paris&quot;\n}" in html  # pretty JSON arguments
     assert "<strong>21 °C</strong>" in html
     assert "cached <b>60 (75%)</b>" in html
@@ -242,7 +242,7 @@ def test_a_tool_turn_shows_its_rounds_in_the_order_they_happened():
     data = turn_mimebundle(tool_turn())[0]
     html = data["text/html"]
     order = [html.index(text) for text in (
-        "I need the weather, so I call get_weather.", '<span class="mlxnb-tool-name">get_weather',
+        "I need the weather, so I call get_weather.", '<span class="mlxnb-tool-name"><bdi>get_weather',
         "The tool says sunny.", "It is sunny in Paris.")]
     assert order == sorted(order)  # the model reads the result after it asked for it
     assert html.count('<details class="mlxnb-reasoning"') == 2
@@ -264,7 +264,7 @@ def test_a_round_that_writes_before_calling_a_tool_keeps_that_text_in_place():
         Round(request={}, content="Let me check the clock.", tool_calls=[call], finish_reason="tool_calls"),
         Round(request={}, content="It is noon.", finish_reason="stop")])
     html = turn_mimebundle(turn)[0]["text/html"]
-    assert (html.index("Let me check the clock.") < html.index('"mlxnb-tool-name">get_time')
+    assert (html.index("Let me check the clock.") < html.index('"mlxnb-tool-name"><bdi>get_time')
             < html.index("It is noon."))
 
 
@@ -352,3 +352,41 @@ def test_the_token_view_underlines_what_the_draft_model_proposed():
     assert html.count("mlxnb-token mlxnb-drafted") == 2
     assert "<b>2</b> from the draft model (underlined, 50%)" in html
     assert "from the draft model" not in token_view_html([{**item, "from_draft": None} for item in logprobs])
+
+
+def test_markdown_runs_no_html_a_model_tool_or_server_wrote():
+    """Renderers that take ``text/markdown`` and honour raw HTML (Quarto, GFM exports, a
+    trusted Markdown output) get text, as ``text/html`` shows it."""
+    from markdown_it import MarkdownIt
+
+    attack = "<img src=x onerror=alert(1)>"
+    turn = make_turn(
+        reasoning=f"ok\n   ```\n</details>{attack}",
+        content=f"fine <b>bold</b>, `<i>kept</i>` {attack}\n\n<div onclick=x>\nblock\n</div>",
+        tool_calls=[{"id": "call_0", "name": f"x` {attack} `", "arguments": {},
+                     "result": None, "error": f"boom {attack}"}],
+        model=f"/m/{attack}", error=f"bad: {attack}", rounds=[])
+    markdown = turn_mimebundle(turn)[0]["text/markdown"]
+    rendered = MarkdownIt("commonmark", {"html": True}).render(markdown)
+    assert "<img" not in rendered and "<div" not in rendered and "<b>" not in rendered
+    assert rendered.count("&lt;img src=x onerror=alert(1)&gt;") == 6  # each shown as text
+    assert "<code>&lt;i&gt;kept&lt;/i&gt;</code>" in rendered  # code spans stay code
+    assert "**Tool call** `get_weather`" in turn_mimebundle(make_turn())[0]["text/markdown"]
+
+
+def test_a_nan_log_probability_draws_as_zero_not_nan():
+    from mlx_notebook.display import probability_colour
+
+    nan = float("nan")
+    shown = token_view_html([{"token": "a", "logprob": nan,
+                              "top_logprobs": [{"token": "b", "logprob": nan}]}])
+    assert "nan" not in shown.lower()
+    assert probability_colour(nan) == probability_colour(0.0)
+
+
+def test_very_long_code_is_shown_plain_not_highlighted():
+    from mlx_notebook.display import code_html
+
+    short, long = "x = 1\n", "x = 1\n" * 20_000
+    assert "color:" in code_html(short, "python")
+    assert "color:" not in code_html(long, "python") and len(code_html(long, "python")) < 2 * len(long)

@@ -156,3 +156,29 @@ def test_mlx_trace_replays_a_chat_turn_through_another_family_and_chunking(reaso
     path = tmp_path / "turn.json"
     result.result.to_fixture(path)
     assert reasoner_shell.run_cell(f"%mlx trace --fixture {path}").result.events == as_streamed.events
+
+
+@pytest.mark.model
+def test_a_view_that_fails_does_not_lose_the_turn(tiny_engine, script_body, weather_turn, caplog):
+    class Broken:
+        def __init__(self):
+            self.events = 0
+
+        def display(self): pass
+        def tool_result(self, *args, **kwargs): pass
+        def on_stop(self, callback): pass
+        def offer_tools(self, names, unsupported): pass
+        def finish(self, turn): pass
+
+        def handle(self, event):
+            self.events += 1
+            raise RecursionError("maximum recursion depth exceeded")
+
+    body = script_body("single_tool_call")
+    view = Broken()
+    turn = Turn(model="tiny-reasoner", session="fixtures", request=body,
+                user_message=body["messages"][-1])
+    turn = run_turn(tiny_engine, turn, view, tools=[])
+    assert view.events == 1  # dropped after its failure; the turn went on
+    assert turn.error is None and turn.tool_calls[0].name == weather_turn.tool_calls[0].name
+    assert "the live view failed" in caplog.text

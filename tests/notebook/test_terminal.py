@@ -63,3 +63,18 @@ def test_completions_keep_their_edges_and_interrupts_are_marked():
     shown = _shown([ContentDelta(" Paris"), ContentDelta(".\n")], trim_edges=False,
                    interrupted=True)
     assert shown == " Paris.\n [stopped]\n[stopped, 0 prompt tokens (0 cached), 0 completion tokens]\n"
+
+
+def test_a_reply_cannot_drive_the_terminal():
+    """Escape sequences and carriage returns from a model or a server are shown, not obeyed:
+    no screen clear, title, clipboard write (OSC 52), overwritten line or reversed text."""
+    hostile = "ok \x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07 done\rX\u202eabc\tA\nB"
+    shown = _shown([ContentDelta(hostile), ToolCall(0, "c", "get\x1b[31mweather", {}, ""),
+                    ParseProblem("<tool_call>\x1b[8m", "bad\x9b")])
+    assert not any(c in shown for c in "\x1b\r\x07\u202e\x9b")
+    assert "ok ␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇ done␍X\\u202eabc\tA\nB" in shown
+    assert "[tool call] get␛[31mweather({})" in shown
+    turn = Turn(model="m", session="s", request={}, content=hostile)
+    from mlx_notebook.display import turn_mimebundle
+    assert "\x1b" not in turn_mimebundle(turn)[0]["text/plain"]
+    assert str(turn) == hostile  # the text itself is the model's, unchanged
