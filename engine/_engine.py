@@ -195,9 +195,12 @@ class Engine:
             # the trace (it files it right after): one call through its inbox waits for that.
             self._thread.call(lambda: None)
             t = self._thread.traces.get(request_id)
-        if t is None and request_id in self._thread.running_ids:
-            raise EngineError(f"Request {request_id!r} is still running: its trace is filed "
-                              "when it finishes.")
+        if t is None:  # running, or finished between the two reads: read its trace again
+            running = request_id in self._thread.running_ids
+            t = self._thread.traces.get(request_id)
+            if t is None and running:
+                raise EngineError(f"Request {request_id!r} is still running: its trace is "
+                                  "filed when it finishes.")
         if t is None:
             raise EngineError(
                 f"No trace for request {request_id!r}: only the last 16 finished requests "
@@ -371,9 +374,10 @@ def several_prompts(body) -> list[str] | list[list] | None:
     prompts = body.get("prompt") if isinstance(body, Mapping) else None
     if isinstance(prompts, list) and len(prompts) > 1 and all(isinstance(p, str) for p in prompts):
         return prompts
-    if isinstance(prompts, list) and prompts and all(isinstance(p, list) for p in prompts):
+    if isinstance(prompts, list) and prompts and all(
+            isinstance(p, list) and p and all(type(t) is int for t in p) for p in prompts):
         return prompts
-    return None
+    return None  # anything else is one prompt, or admission's sentence on what is wrong
 
 
 def submit_each(engine: Engine, body, prompts: list) -> list[RequestHandle]:

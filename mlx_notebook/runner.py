@@ -156,11 +156,7 @@ def _stream(engine: Any, handle: Any, turn: Turn, view: View | None, kind: str) 
         for event in stream:
             turn.apply(event)
             for shown in live:
-                try:
-                    shown.handle(event)
-                except Exception:  # noqa: BLE001 -- a view's bug must not lose the turn
-                    log.exception("the live view failed; the turn goes on and is shown when "
-                                  "it ends")
+                if not _shown_on(shown, "handle", event):
                     live.clear()
             yield event
 
@@ -172,6 +168,17 @@ def _stream(engine: Any, handle: Any, turn: Turn, view: View | None, kind: str) 
         turn.chunks.extend(chunks)
     except EngineRequestError as failure:  # the builder raises it for the Error event
         turn.fail(failure if engine.healthy else _dead(failure))
+
+
+def _shown_on(view: View, method: str, *args: Any, **kwargs: Any) -> bool:
+    """Call a view's method; a view's failure is logged, never the turn's (it goes on, and
+    the magics show its static output when it ends). False when the view failed."""
+    try:
+        getattr(view, method)(*args, **kwargs)
+    except Exception:  # noqa: BLE001 -- a view's bug must not lose the turn
+        log.exception("the live view failed; the turn goes on and is shown when it ends")
+        return False
+    return True
 
 
 def _dead(failure: EngineRequestError) -> EngineDeadError:
@@ -189,4 +196,4 @@ def _run_tools(round_: Round, tools: list[Tool], confirm: Confirm | None, view: 
         else:
             call.result, call.error = call_tool(tools, call.name, call.arguments)
         if view is not None:
-            view.tool_result(call.id, result=call.result, error=call.error)
+            _shown_on(view, "tool_result", call.id, result=call.result, error=call.error)

@@ -24,6 +24,7 @@ __all__ = [
     "ALIASES",
     "FAMILIES",
     "THINK_TAGS",
+    "WHOLE_JSON",
     "Family",
     "ToolMarker",
     "family_name",
@@ -55,6 +56,11 @@ class ToolMarker:
     never ends reasoning."""
     ends: tuple[str, ...] = ()
     """Other closing markers the model sometimes writes instead of ``end``."""
+    whole_ends: tuple[str, ...] = ()
+    """What a call's own element ends in (``</function>``, ``</invoke>``, or ``WHOLE_JSON``:
+    the body is one JSON value). A call the reply leaves open after one of these lacks only
+    ``end`` (a stop string or the reply's end took it), and is read as mlx_lm.server reads
+    it; open anywhere else it was cut inside, and is a problem."""
 
     @property
     def is_soft(self) -> bool:
@@ -115,6 +121,9 @@ def load_parser(name: str) -> ModuleType:
     return importlib.import_module(f"mlx_lm.tool_parsers.{name}")
 
 
+WHOLE_JSON = "{json}"
+"""In ``ToolMarker.whole_ends``: the call's body is whole when it reads as one JSON value."""
+
 THINK_TAGS = ("<think>", "</think>")
 """The reasoning markers most families share (Qwen3, DeepSeek, Kimi, GLM, MiniMax...)."""
 
@@ -125,15 +134,19 @@ def _calls(parser: str, **options) -> ToolMarker:
     return ToolMarker(module.tool_call_start, module.tool_call_end, **options)
 
 
+_HERMES_WHOLE = (qwen3_coder.function_end, WHOLE_JSON)  # a JSON call, or Qwen3-Coder's XML one
+_DEEPSEEK_CALL_END = "<｜tool▁call▁end｜>"  # one call's end inside DeepSeek's calls block
+
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
         Family("plain"),
-        Family("qwen3", think=THINK_TAGS, tools=(_calls("qwen3"),), parser="qwen3"),
+        Family("qwen3", think=THINK_TAGS, tools=(_calls("qwen3", whole_ends=_HERMES_WHOLE),),
+               parser="qwen3"),
         Family(
             "deepseek_r1",
             think=THINK_TAGS,
-            tools=(_calls("deepseek_r1"),),
+            tools=(_calls("deepseek_r1", whole_ends=(_DEEPSEEK_CALL_END,)),),
             parser="deepseek_r1",
             starts_in_reasoning=True,
         ),
@@ -141,14 +154,14 @@ FAMILIES: dict[str, Family] = {
             # DeepSeek-V3/V3.1 in chat mode: same markup, but replies start as content.
             "deepseek_v3",
             think=THINK_TAGS,
-            tools=(_calls("deepseek_r1"),),
+            tools=(_calls("deepseek_r1", whole_ends=(_DEEPSEEK_CALL_END,)),),
             parser="deepseek_r1",
         ),
         Family(
             "qwen3_coder",
             think=THINK_TAGS,
             tools=(
-                _calls("qwen3_coder"),
+                _calls("qwen3_coder", whole_ends=_HERMES_WHOLE),
                 ToolMarker(qwen3_coder.function_start, qwen3_coder.function_end, keep=True),
             ),
             parser="qwen3",
@@ -164,8 +177,8 @@ FAMILIES: dict[str, Family] = {
             "pythonic",
             think=THINK_TAGS,
             tools=(
-                _calls("pythonic"),
-                ToolMarker(pythonic.python_start, pythonic.python_end),
+                _calls("pythonic", whole_ends=("]",)),  # the parser reads Python: a cut list fails
+                ToolMarker(pythonic.python_start, pythonic.python_end, whole_ends=("]",)),
                 ToolMarker(pythonic.list_start, "", scanner="python_list", keep=True,
                            leading=True),
             ),
@@ -175,7 +188,7 @@ FAMILIES: dict[str, Family] = {
             "gemma4",
             think=(gemma4.think_start, gemma4.think_end),
             tools=(
-                _calls("gemma4", ends=(gemma4.turn_end,)),
+                _calls("gemma4", ends=(gemma4.turn_end,), whole_ends=("}",)),
                 ToolMarker(gemma4.bare_call_start, "", scanner="bare_call", keep=True, soft=True),
             ),
             parser="gemma4",
@@ -188,33 +201,38 @@ FAMILIES: dict[str, Family] = {
             "kimi_k2",
             think=THINK_TAGS,
             tools=(
-                _calls("kimi_k2"),
-                ToolMarker(kimi_k2.singular_tool_call_start, kimi_k2.singular_tool_call_end),
+                _calls("kimi_k2", whole_ends=(kimi_k2.call_end,)),
+                ToolMarker(kimi_k2.singular_tool_call_start, kimi_k2.singular_tool_call_end,
+                           whole_ends=(kimi_k2.call_end,)),
             ),
             parser="kimi_k2",
         ),
         # GLM's template puts a newline between parallel calls (vLLM's glm4_moe tests).
-        Family("glm47", think=THINK_TAGS, tools=(_calls("glm47"),), parser="glm47",
-               call_gap_is_markup=True),
-        Family("minimax_m2", think=THINK_TAGS, tools=(_calls("minimax_m2"),), parser="minimax_m2"),
-        Family("function_gemma", tools=(_calls("function_gemma"),), parser="function_gemma"),
+        # mlx-lm's glm47, minimax_m2 and longcat modules name no element ends: spelled here.
+        Family("glm47", think=THINK_TAGS, tools=(_calls("glm47", whole_ends=("</arg_value>",)),),
+               parser="glm47", call_gap_is_markup=True),
+        Family("minimax_m2", think=THINK_TAGS,
+               tools=(_calls("minimax_m2", whole_ends=("</invoke>",)),), parser="minimax_m2"),
+        Family("function_gemma", tools=(_calls("function_gemma", whole_ends=("}",)),),
+               parser="function_gemma"),
         Family(
             "longcat",
             think=("<longcat_think>", "</longcat_think>"),  # no parser module names them
-            tools=(_calls("longcat"),),
+            tools=(_calls("longcat", whole_ends=("</longcat_arg_value>",)),),
             parser="longcat",
         ),
         Family(
             # DeepSeek-V3.2: the DSML grammar of V4 under a "function_calls" block name.
             "deepseek_v32",
             think=THINK_TAGS,
-            tools=(ToolMarker(deepseek_v4.function_calls_start, deepseek_v4.function_calls_end),),
+            tools=(ToolMarker(deepseek_v4.function_calls_start, deepseek_v4.function_calls_end,
+                              whole_ends=(deepseek_v4.invoke_end,)),),
             parser="deepseek_v4",
         ),
         Family(
             "deepseek_v4",
             think=THINK_TAGS,
-            tools=(_calls("deepseek_v4"),),
+            tools=(_calls("deepseek_v4", whole_ends=(deepseek_v4.invoke_end,)),),
             parser="deepseek_v4",
             undecided_call_is_reasoning=True,
         ),

@@ -31,12 +31,13 @@ Example (qwen3)::
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._body_scanners import make_scanner
 from ._event import Event, merge_events
-from ._families import Family, ToolMarker, get_family
+from ._families import WHOLE_JSON, Family, ToolMarker, get_family
 from ._tool_calls import CallProblem, normalize_tools, parse_calls
 
 __all__ = ["ParsedOutput", "StreamFilter", "parse_output"]
@@ -161,12 +162,16 @@ class StreamFilter:
         if self._finished:
             return []
         self._finished = True
+        # A marker withheld because a longer one could still follow it is the marker now
+        # (Gemma's "<|channel>" could have become "<|channel>response\n").
+        while self.mode != TOOL and self._tail and self._step(final=True):
+            pass
         if self.mode == TOOL:
             body = "".join(self._body) + self._tail
             self._tail = ""
             if self._marker.is_soft:
                 self._give_back(self._marker.start + body)  # an unclosed "[" or "call:" was text
-            elif body.rstrip().endswith(_WHOLE_CALL_ENDS):
+            elif _is_whole(body, self._marker.whole_ends):
                 # Only the wrapper's closing marker is missing (a stop string or the end of
                 # the reply took it): mlx_lm.server parses such a call, and so do we.
                 self._body, self._end_used = [body], ""
@@ -181,13 +186,14 @@ class StreamFilter:
 
     # -- scanning ---------------------------------------------------------------------------
 
-    def _step(self) -> bool:
-        """Advance once; False when the rest of the text must wait for more input."""
+    def _step(self, final: bool = False) -> bool:
+        """Advance once; False when the rest of the text must wait for more input (with
+        ``final``, at the reply's end, nothing waits)."""
         if self.mode == TOOL:
             return self._step_tool()
         buf = self._tail
         anywhere, leading, _ = self._edges()
-        hit = _find_marker(buf, anywhere, leading, self._max_marker)
+        hit = _find_marker(buf, anywhere, leading, self._max_marker, final)
         if hit is None:
             self._emit(self.mode, buf)
             self._tail = ""
@@ -239,7 +245,10 @@ class StreamFilter:
             leading = []
             if not self._mode_has_text:
                 # The model may repeat the opening its prompt already wrote, and some write a
-                # label after it: neither is reasoning text.
+                # label after it: neither is reasoning text. (An empty thought may end at
+                # once in the answer's channel, which starts with that opening.)
+                if fam.content_channel:
+                    leading.append((fam.content_channel, "open_content"))
                 leading.append((think[0], "drop"))
                 if fam.reasoning_prefix:
                     leading.append((fam.reasoning_prefix, "drop"))
@@ -405,13 +414,19 @@ class StreamFilter:
 
 _CUT_OFF = "The tool call was cut off before it was closed."
 
-_WHOLE_CALL_ENDS = ("}", "]", "</function>", "</invoke>", "</｜DSML｜invoke>", "</arg_value>",
-                    "</longcat_arg_value>", "<|tool_call_end|>", "<｜tool▁call▁end｜>")
-"""What a call's own element ends in (JSON, Qwen3-Coder, MiniMax and DeepSeek's DSML, GLM and
-LongCat, Kimi, DeepSeek-V3): a
-call left open after one of these lacks only its wrapper's closing marker; one left open
-anywhere else was cut inside (a value, a name) and is a problem, never a call with half an
-argument."""
+def _is_whole(body: str, whole_ends: tuple[str, ...]) -> bool:
+    """Whether a call left open ends where its own element ends (``ToolMarker.whole_ends``)."""
+    body = body.strip()
+    for end in whole_ends:
+        if end == WHOLE_JSON:
+            try:
+                if isinstance(json.loads(body), (dict, list)):
+                    return True
+            except ValueError:
+                pass
+        elif body.endswith(end):
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,12 +437,13 @@ class _AfterCall:
     marker: ToolMarker
 
 
-def _find_marker(buf: str, anywhere, leading, max_len: int):
+def _find_marker(buf: str, anywhere, leading, max_len: int, final: bool = False):
     """The next marker in ``buf``: ``(start, end, action)``.
 
     Text before ``start`` belongs to the current mode and ``buf[start:end]`` is the marker
     (for a leading think marker, with the whitespace before it). ``action`` None means a
     marker may begin at ``start`` but is not complete: wait. None when nothing must wait.
+    With ``final`` (no more text will come) nothing waits: the complete markers decide.
     """
     best = None
     for marker, action in anywhere:
@@ -437,15 +453,17 @@ def _find_marker(buf: str, anywhere, leading, max_len: int):
     if leading:
         ws = len(buf) - len(buf.lstrip())
         if ws == len(buf):
-            return (0, None, None)  # only whitespace so far: a leading marker may follow
+            return best if final else (0, None, None)  # a leading marker may follow
         tail = buf[ws:]
         for marker, action in leading:
             if tail.startswith(marker):
                 # Whitespace before a think marker goes with it; before a call it is text.
                 start = ws if isinstance(action, ToolMarker) else 0
                 return (start, ws + len(marker), action)
-            if len(marker) > len(tail) and marker.startswith(tail):
+            if len(marker) > len(tail) and marker.startswith(tail) and not final:
                 return (0, None, None)
+    if final:
+        return best
     limit = best[0] if best is not None else len(buf)
     for q in range(max(0, len(buf) - max_len + 1), min(limit + 1, len(buf))):
         ch = buf[q]

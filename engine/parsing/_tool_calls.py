@@ -103,7 +103,7 @@ def _readable_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
     for key in _SCHEMA_LISTS:
         if key in schema:
             options = schema[key]
-            if isinstance(options, list):
+            if isinstance(options, list) and True not in options:  # ``true``: any type at all
                 readable[key] = [_readable_schema(o, depth + 1) for o in options
                                  if isinstance(o, dict)]
             else:
@@ -114,9 +114,9 @@ def _readable_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
         readable["items"] = _readable_schema(schema["items"], depth + 1)
     if "properties" in schema:
         properties = schema["properties"]
-        readable["properties"] = {
+        readable["properties"] = {  # a property whose schema is unreadable stays, untyped
             name: _readable_schema(sub, depth + 1) for name, sub in properties.items()
-            if isinstance(sub, dict)} if isinstance(properties, dict) else {}
+        } if isinstance(properties, dict) else {}
     return readable
 
 

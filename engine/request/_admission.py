@@ -275,9 +275,8 @@ def _logit_bias(body, vocab_size: int | None) -> tuple[tuple[int, float], ...] |
             _fail(f"'logit_bias' keys must be integer token ids, got {_shown(key)}.", "logit_bias")
         token = int(key)
         if token < 0 or (vocab_size is not None and token >= vocab_size):
-            size = f"; the vocabulary size is {vocab_size}" if vocab_size is not None else ""
-            _fail(f"'logit_bias' token id {_shown(key)} is out of vocabulary (ids run from 0 to "
-                  f"{_last_id(vocab_size)}{size}).", "logit_bias")
+            _fail(f"'logit_bias' token id {_shown(key)} is {_out_of_vocabulary(vocab_size)}",
+                  "logit_bias")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                 isinstance(value, int) or math.isfinite(value)) or not -100 <= value <= 100:
             _fail(f"'logit_bias' values must be numbers between -100 and 100, got "
@@ -286,8 +285,12 @@ def _logit_bias(body, vocab_size: int | None) -> tuple[tuple[int, float], ...] |
     return tuple(out) or None
 
 
-def _last_id(vocab_size: int | None) -> str:
-    return str(vocab_size - 1) if vocab_size is not None else "the vocabulary size less one"
+def _out_of_vocabulary(vocab_size: int | None) -> str:
+    """The end of a sentence about a token id past the model's vocabulary (worded so that
+    vLLM's tests, which match "out of vocabulary" and the size, read it)."""
+    if vocab_size is None:
+        return "out of vocabulary (ids run from 0 to the vocabulary size less one)."
+    return f"out of vocabulary (ids run from 0 to {vocab_size - 1}; the vocabulary size is {vocab_size})."
 
 
 def _stop(body) -> tuple[str, ...]:
@@ -298,9 +301,9 @@ def _stop(body) -> tuple[str, ...]:
         stop = [stop]
     if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
         _fail("'stop' must be a string or a list of strings.", "stop")
-    stop = [s for s in stop if s]  # "" stops nothing (clients send it as their default)
     if len(stop) > _MAX_STOPS:
         _fail(f"'stop' may hold at most {_MAX_STOPS} strings, got {len(stop)}.", "stop")
+    stop = [s for s in stop if s]  # "" stops nothing (clients send it as their default)
     if any(len(s) > _MAX_STOP_CHARS for s in stop):
         _fail(f"'stop' strings may be at most {_MAX_STOP_CHARS} characters long.", "stop")
     return tuple(stop)
@@ -487,13 +490,17 @@ def _prompt(body, vocab_size: int | None) -> str | tuple[int, ...]:
         # of an earlier reply resumes from exactly the tokens the model produced).
         bad = next((p for p in prompt if p < 0 or (vocab_size is not None and p >= vocab_size)), None)
         if bad is not None:
-            size = f"; the vocabulary size is {vocab_size}" if vocab_size is not None else ""
-            _fail(f"'prompt' holds the token id {bad}, out of vocabulary (ids run from 0 to "
-                  f"{_last_id(vocab_size)}{size}).", "prompt")
+            _fail(f"'prompt' holds the token id {bad}, {_out_of_vocabulary(vocab_size)}", "prompt")
         return tuple(prompt)
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
     if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
+        bad = next((i for i, p in enumerate(prompt) if isinstance(p, list) and not (
+            p and all(type(t) is int for t in p))), None)
+        if bad is not None:
+            _fail(f"'prompt[{bad}]' must be a non-empty list of token ids.", f"prompt[{bad}]")
+        if len({type(p) for p in prompt}) > 1:
+            _fail("'prompt' mixes strings and token-id lists; send one kind.", "prompt")
         _fail("'prompt' as a list of several prompts is served by Engine.completions (one "
               "choice each), not by a single request.", "prompt")
     if not isinstance(prompt, str):

@@ -29,7 +29,8 @@ from pygments.style import Style
 from pygments.token import Comment, Keyword, Name, Number, Operator, String
 from pygments.util import ClassNotFound
 
-__all__ = ["markdown_html", "markdown_blocks", "MarkdownStream", "code_html"]
+__all__ = ["markdown_html", "markdown_blocks", "MarkdownStream", "code_html", "markdown_tokens",
+           "normalized_markdown"]
 
 
 class _ReplyStyle(Style):
@@ -94,6 +95,11 @@ def _parser() -> MarkdownIt:
     return md
 
 
+def markdown_tokens(text: str) -> list:
+    """markdown-it's block tokens for ``text``, as this renderer parses it."""
+    return _parser().parse(text, {})
+
+
 def _blocks_by_line(text: str) -> list[tuple[int, str]]:
     """Each top-level block (paragraph, list, code, table...) with the line it starts on."""
     md = _parser()
@@ -114,7 +120,7 @@ def markdown_blocks(text: str) -> list[str]:
     While a reply streams only its last block or two change, so the live widget is sent the
     blocks that differ, not the whole reply each time.
     """
-    return [html for _, html in _blocks_by_line(_normalized(text))]
+    return [html for _, html in _blocks_by_line(normalized_markdown(text))]
 
 
 def markdown_html(text: str) -> str:
@@ -122,8 +128,9 @@ def markdown_html(text: str) -> str:
     return "".join(markdown_blocks(text))
 
 
-def _normalized(text: str) -> str:
-    # markdown-it counts lines after this same normalisation; MarkdownStream cuts by them.
+def normalized_markdown(text: str) -> str:
+    """Line breaks as markdown-it counts them (``\\r\\n`` and a lone ``\\r`` are ``\\n``):
+    MarkdownStream cuts by its line numbers, and so may any caller of ``markdown_tokens``."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -140,7 +147,7 @@ class MarkdownStream:
         self._offset = 0
 
     def render(self, text: str, *, final: bool = False) -> list[str]:
-        text = _normalized(text)
+        text = normalized_markdown(text)
         if final:
             self._settled, self._offset = [], 0
             return markdown_blocks(text)

@@ -6,21 +6,18 @@ answer gives byte-identical text on every run and nbval can compare it without s
 
 from __future__ import annotations
 
-import html
 import json
 import re
-from functools import lru_cache
-
-from markdown_it import MarkdownIt
 
 from ._footer import footer_items, status_label
+from ._markdown import markdown_tokens, normalized_markdown
 from ._numbers import plural
 from ._turn_html import pretty_json
 from ._turn_parts import tools_offered_line, tools_unsupported_warning, turn_parts
 
 __all__ = ["turn_markdown", "turn_plain_text", "visible_text"]
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _shown(match: re.Match) -> str:
@@ -33,9 +30,10 @@ def _shown(match: re.Match) -> str:
 def visible_text(text: str) -> str:
     """``text`` for a terminal or a ``text/plain`` output: control characters (ESC, carriage
     return, C1) and bidi overrides shown as symbols, so a reply cannot clear the screen,
-    retitle the terminal, write the clipboard, overwrite a line or reverse the text after it.
-    Newlines and tabs stay."""
-    return _CONTROLS.sub(_shown, text)
+    retitle the terminal, write the clipboard, overwrite a line or reverse the text after it;
+    a lone surrogate (from a server's ``\\ud83d`` or a file name) as its escape, which any
+    stream can encode. Newlines and tabs stay."""
+    return _CONTROLS.sub(_shown, text.replace("\r\n", "\n"))
 
 
 def _longest_backtick_run(text: str) -> int:
@@ -49,7 +47,8 @@ def _fence(text: str, language: str = "") -> str:
 
 
 def _code_span(text: str) -> str:
-    """``text`` as inline code that no backtick inside can close."""
+    """``text`` on one line as inline code that no backtick inside can close."""
+    text = " ".join(text.split())  # a blank line would end the paragraph, and the span
     if "`" not in text:
         return f"`{text}`"
     ticks = "`" * (_longest_backtick_run(text) + 1)
@@ -66,27 +65,58 @@ def _literal(text: str) -> str:
 _ACTIVE = re.compile(r"[\\`*\[\]<>&]")
 
 
-@lru_cache(maxsize=1)
-def _html_finder() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-
-
 def _inert_html(text: str) -> str:
     """The reply's Markdown with the raw HTML in it made text, as ``text/html`` shows it
-    (rendered with ``html=False``): a Markdown renderer that honours HTML runs none of it."""
-    if "<" not in text:
+    (rendered with ``html=False``, images as links): a Markdown renderer that honours HTML
+    runs none of it. Outside code, every ``<`` becomes ``&lt;`` and ``![`` a link's ``!\\[``;
+    code blocks (as the one Markdown renderer finds them) and code spans stay as written."""
+    if "<" not in text and "![" not in text:
         return text
+    text = normalized_markdown(text)
     lines = text.split("\n")
-    for token in _html_finder().parse(text):
-        if token.type == "html_block" and token.map:
+    in_code = [False] * len(lines)
+    for token in markdown_tokens(text):
+        if token.type in ("fence", "code_block") and token.map:
             for i in range(*token.map):
-                lines[i] = lines[i].replace("<", "&lt;")
-        elif token.type == "inline" and token.map and token.children:
-            for child in token.children:
-                if child.type == "html_inline":
-                    for i in range(*token.map):
-                        lines[i] = lines[i].replace(child.content, html.escape(child.content))
-    return "\n".join(lines)
+                in_code[i] = True
+    out, run = [], []
+    for line, code in zip(lines, in_code):
+        if code or not line.strip():  # a code span never crosses a blank line or a block
+            out.append(_outside_code_spans(run))
+            run = []
+            out.append([line])
+        else:
+            run.append(line)
+    out.append(_outside_code_spans(run))
+    return "\n".join(line for group in out for line in group)
+
+
+_BACKTICKS = re.compile("`+")
+
+
+def _outside_code_spans(lines: list[str]) -> list[str]:
+    """One paragraph's lines with ``<`` and ``![`` made inert outside its code spans (a run
+    of N backticks up to the next run of exactly N, as CommonMark pairs them)."""
+    if not lines:
+        return []
+    text, pieces, at = "\n".join(lines), [], 0
+    runs = list(_BACKTICKS.finditer(text))
+    i = 0
+    while i < len(runs):
+        opening = runs[i]
+        closing = next((j for j in range(i + 1, len(runs))
+                        if len(runs[j][0]) == len(opening[0])), None)
+        if closing is None:
+            i += 1
+            continue
+        pieces += [_inert(text[at:opening.start()]), text[opening.start():runs[closing].end()]]
+        at, i = runs[closing].end(), closing + 1
+    pieces.append(_inert(text[at:]))
+    return "".join(pieces).split("\n")
+
+
+def _inert(text: str) -> str:
+    return text.replace("<", "&lt;").replace("![", "!\\[")
 
 
 def _markdown_part(part: dict) -> str | None:

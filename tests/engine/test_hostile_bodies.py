@@ -72,6 +72,7 @@ REFUSED = [
      "\"auto\" or \"none\"."),
     ({"n": True}, "n", "'n' must be an integer, got true."),
     ({"stop": ["a", "b", "c", "d", "e"]}, "stop", "'stop' may hold at most 4 strings, got 5."),
+    ({"stop": ["", "", "", "", "a"]}, "stop", "'stop' may hold at most 4 strings, got 5."),
     ({"messages": [*M, {"role": "tool", "content": "sunny"}]}, "messages[1].tool_call_id",
      "'messages[1].tool_call_id' is required for a tool message: the id of the call it answers."),
     ({"max_tokens": 4096}, "max_tokens",
@@ -188,6 +189,12 @@ def test_a_list_of_token_id_prompts_gets_one_choice_per_prompt(tiny_engine):
     assert tiny_engine.completions({"prompt": ids[:1], "max_tokens": 4})["choices"][0]["text"] == one[0]
     with pytest.raises(EngineRequestError, match="out of vocabulary"):
         tiny_engine.completions({"prompt": [ids[0], [10**6]], "max_tokens": 4})
+    for prompt, message in (([["a", "b"]], "'prompt[0]' must be a non-empty list of token ids."),
+                            ([ids[0], []], "'prompt[1]' must be a non-empty list of token ids."),
+                            (["a", ids[0]], "'prompt' mixes strings and token-id lists; send one kind.")):
+        with pytest.raises(EngineRequestError) as caught:
+            tiny_engine.completions({"prompt": prompt, "max_tokens": 4})
+        assert caught.value.message == message
 
 
 def test_an_empty_stop_string_stops_nothing(tiny_engine):

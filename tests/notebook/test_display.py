@@ -374,6 +374,27 @@ def test_markdown_runs_no_html_a_model_tool_or_server_wrote():
     assert "**Tool call** `get_weather`" in turn_mimebundle(make_turn())[0]["text/markdown"]
 
 
+@pytest.mark.parametrize("content, name, shown", [
+    ("text <img src=x\nonerror=alert(1)> more", "f", "text &lt;img src=x\nonerror=alert(1)&gt; more"),
+    ("x", "x\n\n<img src=x onerror=alert(1)>", "<code>x &lt;img src=x onerror=alert(1)&gt;</code>"),
+    ("Use `<br>` or <br> here", "f", "Use <code>&lt;br&gt;</code> or &lt;br&gt; here"),
+    ("one\rtwo\n<b>x</b>", "f", "one\ntwo\n&lt;b&gt;x&lt;/b&gt;"),
+    ("![t](https://example.com/leak?q=1)", "f", "![t](https://example.com/leak?q=1)"),
+    ("a ` b\n\nc <img src=x onerror=1> ` d", "f", "c &lt;img src=x onerror=1&gt; ` d"),
+    ("```\n<b>code</b>\n```", "f", "<code>&lt;b&gt;code&lt;/b&gt;\n</code>"),
+], ids=["tag-across-lines", "blank-line-in-a-name", "tag-in-a-code-span-and-out",
+        "carriage-return", "image", "backticks-across-paragraphs", "fenced-code"])
+def test_markdown_hostile_shapes(content, name, shown):
+    from markdown_it import MarkdownIt
+
+    turn = make_turn(content=content, rounds=[], tool_calls=[
+        {"id": "c", "name": name, "arguments": {}, "result": None, "error": None}])
+    rendered = MarkdownIt("commonmark", {"html": True}).render(
+        turn_mimebundle(turn)[0]["text/markdown"])
+    assert not any(tag in rendered for tag in ("<img", "<b>", "<br>")), rendered
+    assert shown in rendered
+
+
 def test_a_nan_log_probability_draws_as_zero_not_nan():
     from mlx_notebook.display import probability_colour
 

@@ -165,7 +165,7 @@ def test_a_view_that_fails_does_not_lose_the_turn(tiny_engine, script_body, weat
             self.events = 0
 
         def display(self): pass
-        def tool_result(self, *args, **kwargs): pass
+        def tool_result(self, *args, **kwargs): raise ValueError("broken too")
         def on_stop(self, callback): pass
         def offer_tools(self, names, unsupported): pass
         def finish(self, turn): pass
@@ -178,7 +178,11 @@ def test_a_view_that_fails_does_not_lose_the_turn(tiny_engine, script_body, weat
     view = Broken()
     turn = Turn(model="tiny-reasoner", session="fixtures", request=body,
                 user_message=body["messages"][-1])
-    turn = run_turn(tiny_engine, turn, view, tools=[])
-    assert view.events == 1  # dropped after its failure; the turn went on
+    tool = make_tool(lambda city: {"city": city, "temperature_c": 18, "condition": "sunny"},
+                     name="get_weather")
+    turn = run_turn(tiny_engine, turn, view, tools=[tool])
+    assert view.events == 2  # dropped after its failure in each round; the turn went on
     assert turn.error is None and turn.tool_calls[0].name == weather_turn.tool_calls[0].name
+    assert turn.tool_calls[0].result["temperature_c"] == 18
+    assert turn.content == weather_turn.content  # the second round ran and answered
     assert "the live view failed" in caplog.text

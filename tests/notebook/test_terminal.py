@@ -78,3 +78,12 @@ def test_a_reply_cannot_drive_the_terminal():
     from mlx_notebook.display import turn_mimebundle
     assert "\x1b" not in turn_mimebundle(turn)[0]["text/plain"]
     assert str(turn) == hostile  # the text itself is the model's, unchanged
+
+
+def test_a_lone_surrogate_reaches_any_terminal_as_its_escape():
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8")
+    view = TerminalView("m", "s", stream=out)
+    view.handle(ContentDelta("caf\udce9.txt \ud83d\r\nnext"))
+    out.flush()
+    assert raw.getvalue().decode() == "caf\\udce9.txt \\ud83d\nnext"  # CRLF is a newline

@@ -5,5 +5,6 @@ Each module has mlx-lm's ``tool_parsers`` surface (``tool_call_start``, ``tool_c
 (extra ones under their own names, e.g. ``gemma4.turn_end``); ``mlx_notebook.engine.parsing``
 looks a family's parser up here first, then in ``mlx_lm.tool_parsers``, and builds its family
 table from the markers the modules export. ``_brackets`` is the quote/bracket scanner shared
-with the stream filter, not a parser.
+with the stream filter, and ``_schema`` reads a call's tool schema for the parsers; neither is
+a parser.
 """

@@ -36,10 +36,13 @@ import json
 import math
 from typing import Any
 
+from ._schema import parameter_schemas
+
 __all__ = [
     "DSML_TOKEN",
     "function_calls_end",
     "function_calls_start",
+    "invoke_end",
     "parse_tool_call",
     "tool_call_end",
     "tool_call_start",
@@ -53,7 +56,7 @@ function_calls_start = f"<{DSML_TOKEN}function_calls>"
 function_calls_end = f"</{DSML_TOKEN}function_calls>"
 
 _INVOKE_OPEN = f"<{DSML_TOKEN}invoke"
-_INVOKE_CLOSE = f"</{DSML_TOKEN}invoke>"
+_INVOKE_CLOSE = invoke_end = f"</{DSML_TOKEN}invoke>"
 _PARAM_OPEN = f"<{DSML_TOKEN}parameter"
 _PARAM_CLOSE = f"</{DSML_TOKEN}parameter>"
 _WHITESPACE = " \t\r\n"
@@ -100,7 +103,7 @@ def _read_invoke(body: str, pos: int, tools: list | None) -> tuple[dict[str, Any
     name = attrs.get("name")
     if not name:
         raise ValueError("DSML tool call: an invoke element has no name attribute.")
-    schema = _parameter_schemas(tools, name)
+    schema = parameter_schemas(tools, name)
     arguments: dict[str, Any] = {}
     while True:
         pos = _skip_space(body, pos)
@@ -251,19 +254,6 @@ def _unwrap_arguments(
     if isinstance(inner, dict) and set(inner) <= set(schema):
         return inner
     return arguments
-
-
-def _parameter_schemas(tools: list | None, name: str) -> dict[str, Any]:
-    """The ``properties`` of tool ``name`` in OpenAI-style ``tools`` (empty when unknown)."""
-    for tool in tools or ():
-        if not isinstance(tool, dict):
-            continue
-        function = tool.get("function", tool)
-        if isinstance(function, dict) and function.get("name") == name:
-            params = function.get("parameters") or {}
-            props = params.get("properties") if isinstance(params, dict) else None
-            return props if isinstance(props, dict) else {}
-    return {}
 
 
 def _schema_types(schema: Any) -> set[str]:

@@ -19,8 +19,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ._schema import functions, properties
+
 __all__ = [
     "parse_tool_call",
+    "call_end",
     "singular_tool_call_end",
     "singular_tool_call_start",
     "tool_call_end",
@@ -34,6 +37,7 @@ singular_tool_call_start = "<|tool_call_section_begin|>"
 singular_tool_call_end = "<|tool_call_section_end|>"
 
 _BEGIN, _END, _ARGS = "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"
+call_end = _END  # one call's end inside the section
 
 
 def parse_tool_call(text: str, tools: Any | None = None) -> list[dict[str, Any]]:
@@ -76,12 +80,10 @@ def _parse_call(call: str, tools: Any = None) -> dict[str, Any]:
 def _named_by_tools(call_id: str, arguments: Any, tools: Any) -> str:
     """The one tool a bare-counter call can be (vLLM's rule): the only tool offered, or the
     only one whose parameters include every argument given."""
-    functions = [t.get("function", t) for t in tools or () if isinstance(t, dict)]
-    names = [f["name"] for f in functions if isinstance(f, dict) and isinstance(f.get("name"), str)]
+    offered = functions(tools)
+    names = [f["name"] for f in offered]
     if len(names) > 1 and isinstance(arguments, dict):
-        names = [f["name"] for f in functions if isinstance(f, dict) and isinstance(
-            f.get("name"), str) and set(arguments) <= set(
-            (f.get("parameters") or {}).get("properties") or {})]
+        names = [f["name"] for f in offered if set(arguments) <= set(properties(f))]
     if len(names) != 1:
         raise ValueError(f"malformed call id {call_id!r} (expected functions.<name>:<n>), and "
                          "the tools offered do not tell which function it calls")

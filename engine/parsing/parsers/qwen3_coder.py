@@ -19,6 +19,7 @@ import math
 import re
 from typing import Any
 
+from ._schema import parameter_schemas
 from .json_tools import tool_call_end, tool_call_start
 
 __all__ = ["function_end", "function_start", "parse_tool_call", "tool_call_end", "tool_call_start"]
@@ -44,10 +45,10 @@ def parse_tool_call(text: str, tools: Any | None = None):
     return calls[0] if len(calls) == 1 else calls
 
 
-_TAG_NAME = re.compile(r"\s*([^\s<>]+)(?:>|(?=[\s<]))")
-"""A function or parameter name, then its ``>``: as mlx-lm reads it, the name also ends at
-whitespace or ``<`` when the model forgot the ``>`` (``<function=read_file\n<parameter=``).
-A name the text ends in may be cut short: no name."""
+_TAG_NAME = re.compile(r"\s*(?:([^\n<>]*?[^\s<>])\s*>|([^\s<>]+)(?=[\s<]))")
+"""A function or parameter name, then its ``>`` on the same line (``<function=f >``); when
+the model forgot the ``>``, the name ends, as mlx-lm reads it, at whitespace or ``<``
+(``<function=read_file\n<parameter=``). A name the text ends in may be cut short: none."""
 
 
 def _tag_name(body: str, start: int, what: str) -> tuple[str, int]:
@@ -56,7 +57,7 @@ def _tag_name(body: str, start: int, what: str) -> tuple[str, int]:
     if match is None:
         raise ValueError(f"the {what} tag has no whole name" if body[start:].strip()
                          else f"No {what} name provided.")
-    return match[1], match.end()
+    return match[1] or match[2], match.end()
 
 
 _FUNCTION_NAME = re.compile(r"[\w.:-]+")
@@ -66,7 +67,7 @@ def _parse_function(body: str, tools: Any) -> dict[str, Any]:
     name, close = _tag_name(body, 0, "function")
     if not _FUNCTION_NAME.fullmatch(name):  # "{{ tc.name }}": a template, not a call
         raise ValueError(f"{name!r} is not a function name")
-    schema = _properties(tools, name)
+    schema = parameter_schemas(tools, name)
     arguments: dict[str, Any] = {}
     pos = body.find(_PARAM, close)
     rest = body[close:].strip()
@@ -101,27 +102,21 @@ def _value_end(body: str, start: int) -> int:
     for tag in _TAGS.finditer(body, start):
         if tag[0] == _PARAM:
             depth += 1
+            if depth > _NESTING:  # parameters left open one after another, not markup
+                break
         elif depth:
             depth -= 1
-        elif _is_next_parameter(body, tag.end()):
+        elif _NEXT_PARAMETER.match(body, tag.end()):
             return tag.start()
     ends = [i for i in (body.find(_PARAM_END, start), body.find(_PARAM, start)) if i != -1]
     return min(ends) if ends else len(body)
 
 
-def _is_next_parameter(body: str, at: int) -> bool:
-    """Whether what follows ``at`` is the function's end or its next parameter."""
-    rest = body[at:].lstrip()
-    return not rest or rest.startswith(_PARAM) and _TAG_NAME.match(rest, len(_PARAM)) is not None
+_NESTING = 8
+"""Parameter markup nested deeper inside a value is not looked for (the scan stays linear)."""
 
-
-def _properties(tools: Any, name: str) -> dict[str, Any]:
-    for tool in tools or ():
-        function = tool.get("function", tool) if isinstance(tool, dict) else None
-        if isinstance(function, dict) and function.get("name") == name:
-            params = function.get("parameters") or {}
-            return params.get("properties") or {} if isinstance(params, dict) else {}
-    return {}
+_NEXT_PARAMETER = re.compile(r"\s*(?:\Z|" + re.escape(_PARAM) + _TAG_NAME.pattern + ")")
+"""What follows a value's real closer: the function's end or its next parameter."""
 
 
 def _schema_type(schema: Any) -> str | None:

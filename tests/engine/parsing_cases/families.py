@@ -502,3 +502,38 @@ CASES += [
     ("pythonic_empty_brackets_in_prose_stay_text", "pythonic",
      "An empty list [] is falsy.", {}, expect(content="An empty list [] is falsy.")),
 ]
+
+CASES += [
+    # Review: a value cut where it happens to end in "}" or "]" is still cut (never a call
+    # that would run with half an argument): only the element's own end makes it whole.
+    ("qwen3_coder_code_cut_after_a_brace_is_a_problem", "qwen3_coder",
+     "<tool_call>\n<function=write>\n<parameter=code>\nint main() {}", {},
+     expect(problems=["<tool_call>\n<function=write>\n<parameter=code>\nint main() {}"])),
+    ("glm47_value_cut_after_a_bracket_is_a_problem", "glm47",
+     "<tool_call>write<arg_key>a</arg_key><arg_value>1</arg_value><arg_key>b</arg_key>"
+     "<arg_value>[1, 2]", {},
+     expect(problems=["<tool_call>write<arg_key>a</arg_key><arg_value>1</arg_value>"
+                      "<arg_key>b</arg_key><arg_value>[1, 2]"])),
+    ("longcat_value_cut_after_braces_is_a_problem", "longcat",
+     "<longcat_tool_call>write\n<longcat_arg_key>code</longcat_arg_key>\n<longcat_arg_value>{}",
+     {}, expect(problems=["<longcat_tool_call>write\n<longcat_arg_key>code</longcat_arg_key>\n"
+                          "<longcat_arg_value>{}"])),
+    ("qwen3_coder_names_with_a_space_before_their_gt", "qwen3_coder",
+     "<tool_call>\n<function=f >\n<parameter=s >\nhello\n</parameter>\n</function>\n</tool_call>",
+     {}, expect(tool_calls=[("f", {"s": "hello"})])),
+    # Gemma 4: an empty thought may end at once in the response channel; a channel marker the
+    # reply ends on is markup, not text.
+    ("gemma4_empty_thought_then_the_response_channel", "gemma4",
+     "<|channel>thought\n<|channel>response\nHello", {}, expect(content="Hello")),
+    ("gemma4_channel_marker_at_the_very_end_is_not_text", "gemma4",
+     "<|channel>thought\nhmm<|channel>", {}, expect(reasoning="hmm")),
+    # A property whose schema is `true` is untyped, not gone (Kimi names a bare counter by it).
+    ("kimi_bare_counter_named_by_an_untyped_property", "kimi_k2",
+     '<|tool_calls_section_begin|><|tool_call_begin|>0<|tool_call_argument_begin|>{"a": 1}'
+     "<|tool_call_end|><|tool_calls_section_end|>",
+     {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
+         "properties": {"a": True}}}},
+                {"type": "function", "function": {"name": "g", "parameters": {
+                    "properties": {"b": {"type": "string"}}}}}]},
+     expect(tool_calls=[("f", {"a": 1})])),
+]
