@@ -45,10 +45,11 @@ class _StopGuard:
     def push(self, text: str) -> tuple[str, bool]:
         """(text safe to emit, whether a stop string completed)."""
         text = self.held + text
-        hits = [i for i in (text.find(s) for s in self.stops) if i >= 0]
+        # The stop that completes first wins, as it would one character at a time.
+        hits = [(i + len(s), i) for s in self.stops if (i := text.find(s)) >= 0]
         if hits:
             self.held = ""
-            return text[: min(hits)], True
+            return text[: min(hits)[1]], True
         keep = 0
         for s in self.stops:
             for k in range(min(len(s) - 1, len(text)), keep, -1):
@@ -76,6 +77,7 @@ class ReplyStream:
         self.cached_tokens = 0
         self.completion_tokens = 0
         self.detok = tokenizer.detokenizer
+        self._eos = set(tokenizer.eos_token_ids)
         self.guard = _StopGuard(request.stop) if request.stop else None
         self.filter = (
             StreamFilter.for_tokenizer(
@@ -109,14 +111,22 @@ class ReplyStream:
             self._logprobs(token, logprobs, from_draft)
         detok = self.detok
         if finish_reason == "stop":
-            # The stop token itself is not shown (as mlx_lm.server), nor a stop string's head.
+            # End of text, or a stop string matched as tokens. Neither is shown (as
+            # mlx_lm.server). A stop string's token is decoded so that the text is cut where
+            # the string starts: not the head of a character, nor text held for another stop.
+            sequence = token not in self._eos
+            if sequence:
+                detok.add_token(token)
             detok.finalize()
+            text = detok.last_segment
             if self.guard is not None:
-                text, _ = self.guard.push(detok.last_segment)
-                self.guard.held = ""
-                self._emit(text)
-            else:
-                self._emit(detok.last_segment)
+                text, stopped = self.guard.push(text)
+                held = self.guard.flush()
+                if not sequence:
+                    text += held  # held for a stop string that never came: the model's text
+                elif not stopped:
+                    text = ""  # a tokenizer whose tokens do not spell the string: cut here
+            self._emit(text)
             return False
         detok.add_token(token)
         self.token_ids.append(token)

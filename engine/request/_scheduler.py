@@ -522,8 +522,9 @@ class Scheduler:
                     return
                 else:
                     if a.reply.on_token(token, logprobs, reason,
-                                        from_draft=single.last_from_draft) and reason is None:
-                        reason = "stop"
+                                        from_draft=single.last_from_draft) and reason in (
+                            None, "length"):
+                        reason = "stop"  # a stop string ended it, on the last token or not
                     a.job.out.hand_over(_HAND_OVER_S)
             if reason is None:
                 return
@@ -598,7 +599,7 @@ class Scheduler:
                 if r.finish_reason is not None:
                     self.cache.insert(r.all_tokens[:], r.prompt_cache, kind="assistant",
                                       template_args=a.job.request.chat_template_kwargs)
-                    self._done(r.uid, r.finish_reason)
+                    self._done(r.uid, "stop" if stopped else r.finish_reason)
                 elif stopped:
                     self._remove(r.uid, "stop")
             except Exception as e:  # one request's failure must not take the batch down

@@ -154,6 +154,32 @@ def test_stop_strings_end_the_reply_before_the_stop_text(tiny_engine, script_bod
     assert r["usage"]["completion_tokens"] < 100  # the unstopped reply runs to 200
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_stop_strings_cut_where_they_start_and_nowhere_else(tiny_engine, script_body, stream):
+    """The tiny reasoner greets "Bonjour !" (tokens B|on|j|ou|r| |!) and says "18 °C"."""
+    def content(body):
+        if not stream:
+            r = tiny_engine.chat_completions(body)["choices"][0]
+            return r["message"]["content"] or "", r["message"].get("reasoning") or "", r["finish_reason"]
+        chunks = [c["choices"][0] for c in tiny_engine.chat_completions({**body, "stream": True})
+                  if c["choices"]]
+        return ("".join(c["delta"].get("content") or "" for c in chunks),
+                "".join(c["delta"].get("reasoning") or "" for c in chunks),
+                [c["finish_reason"] for c in chunks if c["finish_reason"]][-1])
+
+    greeting = script_body("thinking_disabled", temperature=0.0)
+    # Held for a second stop that never came, then cut by the first: not lost with it.
+    assert content({**greeting, "stop": ["r !", "ur X"]})[0] == "Bonjou"
+    # Held for a stop the end of text came before: the model's text, shown.
+    assert content({**greeting, "stop": ["!?"]})[0] == "Bonjour !"
+    # A stop string completing on the max_tokens token ended the reply: "stop", not "length".
+    assert content({**greeting, "stop": ["ur !"], "max_tokens": 7}) == ("Bonjo", "", "stop")
+    # A stop matched as tokens whose first bytes begin a character leaves no U+FFFD.
+    _, reasoning, finish = content(script_body("answer_from_tool_result", temperature=0.0,
+                                               stop=["°"]))
+    assert reasoning.endswith("at 18 ") and "\ufffd" not in reasoning and finish == "stop"
+
+
 def test_inspect_shows_every_stage_without_generating(tiny_engine, script_body):
     before = tiny_engine.cache_info().lookups
     body = script_body("follow_up_turn", temperature=0.0)

@@ -111,6 +111,8 @@ def test_an_error_event_raises_an_openai_error(builder):
     (("\n\n", "END"), ["a\n", "\nb"], ["a", ""], [False, True]),       # the first stop to complete
     (("END",), ["xEN", "Dy"], ["x", ""], [False, True]),               # text after a stop is dropped
     (("aa",), ["a", "a"], ["", ""], [False, True]),
+    (("a", " cat"), ["x", " cat"], ["x", " c"], [False, True]),      # vLLM: the first to end wins
+    (("abc", "b"), ["abc"], ["a"], [True]),
 ])
 def test_the_stop_guard_holds_back_only_what_could_still_become_a_stop(stops, pieces, shown, stopped):
     guard = _StopGuard(stops)
