@@ -5,17 +5,23 @@ docstring (first paragraph = description; Google ``Args:`` or Sphinx ``:param x:
 parameter descriptions). Type hints go through transformers' converter, the one chat
 templates are tested against; its ``get_json_schema`` itself is not used because it rejects
 functions without a docstring or a hint on every parameter, and a notebook user's quick
-function should still work.
+function should still work. ``Annotated[int, "text"]`` describes a parameter too.
+
+A call gets its arguments as the hints ask for them (``_coerced``): an Enum's member for the
+value the model wrote, ``"3"`` as 3 for an ``int``, a list sent as JSON text decoded; a value
+outside an Enum or a Literal is refused in a sentence the model reads, before the call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import functools
 import inspect
 import json
 import re
 import threading
+import types
 import typing
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -69,9 +75,15 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
     if inspect.isclass(function):  # calling it would build an object, not answer the model
         raise ToolError(f"'{name or function.__name__}' is a class, not a function, so it "
                         "cannot be a tool.")
+    given = name
     name = name or getattr(function, "__name__", None)
-    if not name or not name.isidentifier():
+    if not name or not (name.isidentifier() or given):
         raise ToolError(f"{function!r} has no usable name; pass tool(name='...').")
+    if not _NAME.fullmatch(name):
+        how = "" if given else ", " + _PASS_NAME
+        raise ToolError(f"'{name}' is not a tool name model APIs accept (letters, digits, _ and "
+                        f"-, at most 64){how}.")
+    _refuse_unbound_method(function, name)
     doc = _docstring(function)
     summary, google_args, _ = google_docstring(doc) if doc else (None, {}, None)
     param_docs = {**dict(_SPHINX_PARAM.findall(doc)), **(google_args or {})}
@@ -83,6 +95,24 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
         parameters=_parameters_schema(function, name, param_docs),
         function=function,
     )
+
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""OpenAI's rule for a function name (other servers and templates assume it too)."""
+_PASS_NAME = "so pass tool(name='...')"
+
+
+def _refuse_unbound_method(function: Callable[..., Any], name: str) -> None:
+    """A function defined in a class body takes its instance first: the model cannot send
+    one (transformers' converter leaves ``self`` out, but then nothing could call it)."""
+    if not inspect.isfunction(function):
+        return
+    owner, _, _ = function.__qualname__.rpartition(".")
+    first = next(iter(inspect.signature(function).parameters), None)
+    if owner and not owner.endswith("<locals>") and first in ("self", "cls"):
+        raise ToolError(f"'{function.__qualname__}' is a method: make the tool from an instance's "
+                        f"method (tool(obj.{function.__name__})), which the model can call, "
+                        f"to offer '{name}'.")
 
 
 def _unwrapped(function: Callable[..., Any]) -> tuple[Callable[..., Any], set[str]]:
@@ -117,15 +147,11 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
     except ValueError:  # a builtin written in C
         raise ToolError(f"Python cannot read the parameters of {function!r}; wrap it in a "
                         f"def with typed parameters to make tool '{name}'.") from None
+    hints = _hints(function, name)
     try:
-        hints = typing.get_type_hints(_described(function))
-    except NameError as exc:  # a string hint naming something out of the function's globals
-        raise ToolError(
-            f"The type hints of tool '{name}' cannot be resolved ({exc}); define the types "
-            "at the notebook's top level."
-        ) from None
-    except TypeError:  # nothing Python can read hints from: parameters are described untyped
-        hints = {}
+        annotated = typing.get_type_hints(_described(function), include_extras=True)
+    except Exception:  # noqa: BLE001 -- the plain hints above read, or said why not
+        annotated = {}
     properties: dict[str, dict] = {}
     required: list[str] = []
     _, bound = _unwrapped(function)
@@ -139,11 +165,13 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
             except UnsupportedHint:
                 raise ToolError(
                     f"Parameter '{parameter.name}' of tool '{name}' has type "
-                    f"{_hint_name(hints[parameter.name])}, which has no JSON form; use str, int, "
-                    "float, bool, list, dict, Literal or an Enum."
+                    f"{_hint_name(_culprit(hints[parameter.name]))}, which has no JSON form; use "
+                    "str, int, float, bool, list, dict, Literal or an Enum."
                 ) from None
         if parameter.name in param_docs:
             schema["description"] = param_docs[parameter.name]
+        elif described := _annotated_description(annotated.get(parameter.name)):
+            schema["description"] = described
         properties[parameter.name] = schema
         if parameter.default is parameter.empty:
             required.append(parameter.name)
@@ -151,6 +179,45 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
     if required:
         out["required"] = required
     return out
+
+
+def _hints(function: Callable[..., Any], name: str) -> dict[str, Any]:
+    """A tool's type hints, resolved; {} when nothing Python can read hints from."""
+    try:
+        return typing.get_type_hints(_described(function))
+    except NameError as exc:  # a string hint naming something out of the function's globals
+        raise ToolError(
+            f"The type hints of tool '{name}' cannot be resolved ({exc}); define the types "
+            "at the notebook's top level."
+        ) from None
+    except TypeError:  # nothing Python can read hints from: parameters are described untyped
+        return {}
+    except Exception as exc:  # noqa: BLE001 -- a string hint that is not Python, a bad attribute
+        raise ToolError(f"The type hints of tool '{name}' cannot be read ({type(exc).__name__}: "
+                        f"{exc}).") from None
+
+
+def _annotated_description(hint: Any) -> str | None:
+    """``Annotated[int, "the count"]``'s text (or a pydantic ``Field``'s description)."""
+    if typing.get_origin(hint) is not typing.Annotated:
+        return None
+    for extra in hint.__metadata__:
+        text = extra if isinstance(extra, str) else getattr(extra, "description", None)
+        if isinstance(text, str) and text.strip():
+            return text.strip()
+    return None
+
+
+def _culprit(hint: Any) -> Any:
+    """The part of ``hint`` with no JSON form (``Point`` in ``list[Point]``)."""
+    for arg in typing.get_args(hint):
+        if not (isinstance(arg, type) or typing.get_origin(arg)) or arg is type(None):
+            continue  # a Literal's value, None
+        try:
+            json_schema_of_hint(arg)
+        except UnsupportedHint:
+            return _culprit(arg)
+    return hint
 
 
 def _hint_name(hint: Any) -> str:
@@ -237,16 +304,25 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
     if unexpected and not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
         return None, f"bad arguments for {name}: unexpected argument '{unexpected[0]}'"
     try:
-        signature.bind(**arguments)
-    except TypeError as exc:
-        return None, f"bad arguments for {name}: {exc}"
+        keywords = _coerced(function, dict(arguments))
+        positional = []
+        for parameter in signature.parameters.values():  # sent by name, passed by position
+            if parameter.kind is not parameter.POSITIONAL_ONLY or parameter.name not in keywords:
+                break
+            positional.append(keywords.pop(parameter.name))
+        signature.bind(*positional, **keywords)
+    except (TypeError, ValueError) as exc:
+        return None, _escaped(f"bad arguments for {name}: {_said(exc)}")
     try:
-        result = function(**arguments)
+        result = function(*positional, **keywords)
         if inspect.isawaitable(result):  # an ``async def`` tool
             result = _run_to_completion(result)
     # The model sees the failure; the notebook keeps running, also through a tool's
-    # sys.exit(). A KeyboardInterrupt is the user's and still stops the cell.
-    except (Exception, SystemExit) as exc:
+    # sys.exit() or an awaited task's cancellation. A KeyboardInterrupt is the user's and
+    # still stops the cell.
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001
         return None, _escaped(_failure(exc))
     if isinstance(result, str) and (escaped := _escaped(result)) != result:
         result = (f"{escaped}\n[{name} returned text that is not valid Unicode (a lone "
@@ -258,7 +334,85 @@ def _failure(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         code = "" if exc.code is None else repr(exc.code)
         return f"SystemExit: the tool called sys.exit({code})"
-    return f"{type(exc).__name__}: {exc}"
+    said = _said(exc)
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
+
+
+def _said(exc: BaseException) -> str:
+    """An exception's message, even from one whose ``__str__`` raises."""
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001
+        return f"(its message could not be read: {type(exc).__name__}.__str__ failed)"
+
+
+def _coerced(function: Callable[..., Any], arguments: dict) -> dict:
+    """The model's JSON arguments as the function's hints ask for them: an Enum's member for
+    its value, ``"false"`` as a bool, numbers written as text as numbers, a list or object
+    sent as JSON text decoded. An Enum or Literal value outside its choices raises ValueError
+    (the model reads it and may retry); anything else is passed as it came."""
+    try:
+        hints = typing.get_type_hints(_described(function))
+    except Exception:  # noqa: BLE001 -- make_tool said what it could; call with what came
+        return arguments
+    return {key: _coerce(value, hints[key], key) if key in hints else value
+            for key, value in arguments.items()}
+
+
+_INTEGER = re.compile(r"[-+]?\d+")
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def _coerce(value: Any, hint: Any, key: str) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Union or isinstance(hint, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        for option in (a for a in args if a is not type(None)):
+            try:
+                coerced = _coerce(value, option, key)
+            except ValueError:
+                continue
+            if coerced is not value:
+                return coerced
+        return value
+    if origin is typing.Literal:
+        for choice in args:
+            if value == choice and type(value) is type(choice) or str(value) == str(choice):
+                return choice
+        raise ValueError(f"'{key}' must be one of {', '.join(map(json.dumps, args))}, got "
+                         f"{json.dumps(value, default=str)}")
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        if isinstance(value, hint):
+            return value
+        for member in hint:
+            if member.value == value or str(member.value) == str(value) or member.name == value:
+                return member
+        raise ValueError(f"'{key}' must be one of "
+                         f"{', '.join(json.dumps(m.value, default=str) for m in hint)}, got "
+                         f"{json.dumps(value, default=str)}")
+    if isinstance(value, str):
+        text = value.strip()
+        if hint is bool and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        if hint is int and _INTEGER.fullmatch(text):
+            return int(text)
+        if hint is float and _NUMBER.fullmatch(text):
+            return float(text)
+        container = origin or hint
+        if container in (list, dict) and text[:1] in "[{":
+            try:
+                decoded = json.loads(text)
+            except ValueError:
+                return value
+            if isinstance(decoded, container):
+                return _coerce(decoded, hint, key)
+        return value
+    if hint is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if origin is list and args and isinstance(value, list):
+        return [_coerce(item, args[0], key) for item in value]
+    return value
 
 
 def _escaped(text: str) -> str:

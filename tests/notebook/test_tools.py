@@ -6,7 +6,7 @@ The end-to-end tool loop on the tiny reasoner is in ``test_magics.py``.
 from __future__ import annotations
 
 import enum
-from typing import Literal
+from typing import Annotated, Literal, Optional
 
 import pytest
 
@@ -349,3 +349,78 @@ def test_confirm_where_no_one_can_answer_declines_and_says_why(monkeypatch, caps
     monkeypatch.setattr(builtins, "input", no_stdin)
     assert ask_before_running("get_weather", {"city": "Paris"}) is False
     assert capsys.readouterr().out == note
+
+
+def test_arguments_arrive_as_the_hints_ask_for_them():
+    """The model writes JSON: an Enum's value, numbers and booleans sometimes as text, a list as
+    JSON text. The function gets its own types (openai-agents' test_enum_and_literal_function)."""
+    def f(unit: Unit, on: bool, count: int, ratio: float, tags: list[str],
+          pick: Literal["a", "b"], maybe: Optional[Unit] = None) -> tuple:
+        """F."""
+        return unit, on, count, ratio, tags, pick, maybe
+
+    tool = [make_tool(f)]
+    result, error = call_tool(tool, "f", {"unit": "f", "on": "false", "count": "3", "ratio": "0.5",
+                                          "tags": '["x", "y"]', "pick": "b", "maybe": "c"})
+    assert error is None
+    assert result == (Unit.FAHRENHEIT, False, 3, 0.5, ["x", "y"], "b", Unit.CELSIUS)
+    assert call_tool(tool, "f", {"unit": "k", "on": True, "count": 1, "ratio": 1, "tags": [],
+                                 "pick": "a"}) == (
+        None, "bad arguments for f: 'unit' must be one of \"c\", \"f\", got \"k\"")
+    assert call_tool(tool, "f", {"unit": "c", "on": True, "count": 1, "ratio": 1, "tags": [],
+                                 "pick": "zzz"})[1] == (
+        "bad arguments for f: 'pick' must be one of \"a\", \"b\", got \"zzz\"")
+
+
+def test_what_peers_describe_and_call_is_described_and_called():
+    def count(a: Annotated[int, "How many"], b: int = 0, /) -> int:
+        """Count."""
+        return a + b
+
+    tool = make_tool(count)
+    assert tool.parameters["properties"]["a"] == {"type": "integer", "description": "How many"}
+    assert call_tool([tool], "count", {"a": 2, "b": 3}) == (5, None)  # positional-only, by name
+
+    class Shop:
+        def price(self, item: str) -> int:
+            """Price."""
+            return len(item)
+
+    with pytest.raises(ToolError, match=r"'.*Shop.price' is a method: make the tool from an "
+                                        r"instance's method \(tool\(obj.price\)\)"):
+        make_tool(Shop.price)
+    assert call_tool([make_tool(Shop().price)], "price", {"item": "tea"}) == (3, None)
+    assert make_tool(count, name="count-items").name == "count-items"
+    with pytest.raises(ToolError, match="'météo' is not a tool name model APIs accept"):
+        make_tool(count, name="météo")
+
+    class Point:
+        pass
+
+    def move(to: list[Point]) -> None:
+        """Move."""
+
+    with pytest.raises(ToolError, match="has type Point, which has no JSON form"):
+        make_tool(move)
+
+
+def test_a_call_never_raises_into_the_cell():
+    import asyncio
+
+    async def cancelled():
+        """C."""
+        task = asyncio.ensure_future(asyncio.sleep(10))
+        task.cancel()
+        await task
+
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no")
+
+    def unprintable():
+        """U."""
+        raise Unprintable()
+
+    assert call_tool([make_tool(cancelled)], "cancelled", {}) == (None, "CancelledError")
+    assert call_tool([make_tool(unprintable)], "unprintable", {}) == (
+        None, "Unprintable: (its message could not be read: Unprintable.__str__ failed)")

@@ -196,5 +196,7 @@ def _allows_null(schema: Any) -> bool:
     declared = schema.get("type")
     if declared == "null" or isinstance(declared, list) and "null" in declared:
         return True
+    if schema.get("nullable") is True:  # OpenAPI's form, which transformers writes for Optional
+        return True
     return any(_allows_null(option) for choice in ("anyOf", "oneOf")
                for option in schema.get(choice) or () if isinstance(option, dict))

@@ -537,3 +537,13 @@ CASES += [
                     "properties": {"b": {"type": "string"}}}}}]},
      expect(tool_calls=[("f", {"a": 1})])),
 ]
+
+CASES += [
+    # transformers writes Optional[str] as {"type": "string", "nullable": true} (what make_tool
+    # offers): a null there is None, not the text "null".
+    ("qwen3_coder_null_for_a_nullable_string", "qwen3_coder",
+     _qwen3_coder_params("note", text="null", label="null"),
+     {"tools": [{"type": "function", "function": {"name": "note", "parameters": {"properties": {
+         "text": {"type": "string", "nullable": True}, "label": {"type": "string"}}}}}]},
+     expect(tool_calls=[("note", {"text": None, "label": "null"})])),
+]
