@@ -311,7 +311,7 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
                 break
             positional.append(keywords.pop(parameter.name))
         signature.bind(*positional, **keywords)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         return None, _escaped(f"bad arguments for {name}: {_said(exc)}")
     try:
         result = function(*positional, **keywords)
@@ -366,27 +366,38 @@ _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 def _coerce(value: Any, hint: Any, key: str) -> Any:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Union or isinstance(hint, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        for option in (a for a in args if a is not type(None)):
+        options = [a for a in args if a is not type(None)]
+        if value is None and len(options) < len(args) or any(_fits(value, o) for o in options):
+            return value  # already one of the types: "007" for int | str stays text
+        refusals = []
+        for option in options:
             try:
                 coerced = _coerce(value, option, key)
-            except ValueError:
+            except ValueError as refusal:
+                refusals.append(refusal)
                 continue
             if coerced is not value:
                 return coerced
+        if refusals and len(refusals) == len(options):
+            raise refusals[0]
         return value
     if origin is typing.Literal:
+        for choice in args:  # the value as written first, then as the text of a choice
+            if _same(value, choice):
+                return choice
         for choice in args:
-            if value == choice and type(value) is type(choice) or str(value) == str(choice):
+            if str(value) == str(choice) or isinstance(choice, bool) and str(value).lower() == (
+                    "true" if choice else "false"):
                 return choice
         raise ValueError(f"'{key}' must be one of {', '.join(map(json.dumps, args))}, got "
                          f"{json.dumps(value, default=str)}")
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         if isinstance(value, hint):
             return value
-        for member in hint:
-            if member.value == value or str(member.value) == str(value) or member.name == value:
+        # The model is shown the values: a value wins over a name spelled the same.
+        for matches in (lambda m: _same(value, m.value), lambda m: str(m.value) == str(value),
+                        lambda m: m.name == value):
+            if member := next((m for m in hint if matches(m)), None):
                 return member
         raise ValueError(f"'{key}' must be one of "
                          f"{', '.join(json.dumps(m.value, default=str) for m in hint)}, got "
@@ -412,7 +423,36 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         return int(value)
     if origin is list and args and isinstance(value, list):
         return [_coerce(item, args[0], key) for item in value]
+    if origin is dict and len(args) == 2 and isinstance(value, dict):
+        return {k: _coerce(item, args[1], key) for k, item in value.items()}
     return value
+
+
+def _same(value: Any, choice: Any) -> bool:
+    """Equal as JSON reads them: 2 is 2.0, but never True for 1."""
+    if isinstance(value, bool) or isinstance(choice, bool):
+        return value is choice
+    return value == choice and (type(value) is type(choice) or all(
+        isinstance(x, (int, float)) for x in (value, choice)))
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is already of type ``hint`` (a list or dict item by item)."""
+    origin = typing.get_origin(hint) or hint
+    if hint is Any:
+        return True
+    if origin is typing.Literal:
+        return any(_same(value, choice) for choice in typing.get_args(hint))
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    args = typing.get_args(hint)
+    if origin is list and args:
+        return isinstance(value, list) and all(_fits(item, args[0]) for item in value)
+    if origin is dict and len(args) == 2:
+        return isinstance(value, dict) and all(_fits(item, args[1]) for item in value.values())
+    return isinstance(origin, type) and isinstance(value, origin)
 
 
 def _escaped(text: str) -> str:

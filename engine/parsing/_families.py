@@ -25,6 +25,7 @@ __all__ = [
     "FAMILIES",
     "THINK_TAGS",
     "WHOLE_JSON",
+    "WHOLE_PARSE",
     "Family",
     "ToolMarker",
     "family_name",
@@ -122,7 +123,11 @@ def load_parser(name: str) -> ModuleType:
 
 
 WHOLE_JSON = "{json}"
-"""In ``ToolMarker.whole_ends``: the call's body is whole when it reads as one JSON value."""
+"""In ``ToolMarker.whole_ends``: the call's body is whole when it reads as JSON values (one
+call, or several in one block), after a Llama-style ``<function=name>`` opening if any."""
+WHOLE_PARSE = "{parse}"
+"""In ``ToolMarker.whole_ends``: the parser itself tells a whole call from a cut one (Kimi's
+reads each call up to its own end marker and makes a cut one a problem)."""
 
 THINK_TAGS = ("<think>", "</think>")
 """The reasoning markers most families share (Qwen3, DeepSeek, Kimi, GLM, MiniMax...)."""
@@ -201,15 +206,16 @@ FAMILIES: dict[str, Family] = {
             "kimi_k2",
             think=THINK_TAGS,
             tools=(
-                _calls("kimi_k2", whole_ends=(kimi_k2.call_end,)),
+                _calls("kimi_k2", whole_ends=(WHOLE_PARSE,)),
                 ToolMarker(kimi_k2.singular_tool_call_start, kimi_k2.singular_tool_call_end,
-                           whole_ends=(kimi_k2.call_end,)),
+                           whole_ends=(WHOLE_PARSE,)),
             ),
             parser="kimi_k2",
         ),
         # GLM's template puts a newline between parallel calls (vLLM's glm4_moe tests).
         # mlx-lm's glm47, minimax_m2 and longcat modules name no element ends: spelled here.
-        Family("glm47", think=THINK_TAGS, tools=(_calls("glm47", whole_ends=("</arg_value>",)),),
+        Family("glm47", think=THINK_TAGS,
+               tools=(_calls("glm47", whole_ends=("</arg_value>", WHOLE_JSON)),),
                parser="glm47", call_gap_is_markup=True),
         Family("minimax_m2", think=THINK_TAGS,
                tools=(_calls("minimax_m2", whole_ends=("</invoke>",)),), parser="minimax_m2"),
@@ -218,7 +224,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             "longcat",
             think=("<longcat_think>", "</longcat_think>"),  # no parser module names them
-            tools=(_calls("longcat", whole_ends=("</longcat_arg_value>",)),),
+            tools=(_calls("longcat", whole_ends=("</longcat_arg_value>", WHOLE_JSON)),),
             parser="longcat",
         ),
         Family(

@@ -32,12 +32,13 @@ Example (qwen3)::
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._body_scanners import make_scanner
 from ._event import Event, merge_events
-from ._families import WHOLE_JSON, Family, ToolMarker, get_family
+from ._families import WHOLE_JSON, WHOLE_PARSE, Family, ToolMarker, get_family
 from ._tool_calls import CallProblem, normalize_tools, parse_calls
 
 __all__ = ["ParsedOutput", "StreamFilter", "parse_output"]
@@ -163,7 +164,15 @@ class StreamFilter:
             return []
         self._finished = True
         # A marker withheld because a longer one could still follow it is the marker now
-        # (Gemma's "<|channel>" could have become "<|channel>response\n").
+        # (Gemma's "<|channel>" could have become "<|channel>response\n"); the answer's channel
+        # cut inside its label is that channel, opened with nothing in it.
+        channel, think = self.family.content_channel, self.family.think
+        if (channel and self.mode != TOOL and len(self._tail) > len(think[0])
+                and channel.startswith(self._tail)):
+            if self.mode == UNDECIDED:
+                self._release(CONTENT, "")
+            self._tail = ""
+            self._transition("open_content")
         while self.mode != TOOL and self._tail and self._step(final=True):
             pass
         if self.mode == TOOL:
@@ -171,7 +180,8 @@ class StreamFilter:
             self._tail = ""
             if self._marker.is_soft:
                 self._give_back(self._marker.start + body)  # an unclosed "[" or "call:" was text
-            elif _is_whole(body, self._marker.whole_ends):
+            elif not _partial_suffix(body, self._marker.end) and _is_whole(
+                    body, self._marker.whole_ends):  # (not cut inside its closing marker)
                 # Only the wrapper's closing marker is missing (a stop string or the end of
                 # the reply took it): mlx_lm.server parses such a call, and so do we.
                 self._body, self._end_used = [body], ""
@@ -418,15 +428,31 @@ def _is_whole(body: str, whole_ends: tuple[str, ...]) -> bool:
     """Whether a call left open ends where its own element ends (``ToolMarker.whole_ends``)."""
     body = body.strip()
     for end in whole_ends:
-        if end == WHOLE_JSON:
-            try:
-                if isinstance(json.loads(body), (dict, list)):
-                    return True
-            except ValueError:
-                pass
-        elif body.endswith(end):
+        if end == WHOLE_PARSE or end == WHOLE_JSON and _json_values(body) or body.endswith(end):
             return True
     return False
+
+
+_LLAMA_OPENING = re.compile(r"<function=[^>\n]*>")
+
+
+def _json_values(body: str) -> bool:
+    """Whether ``body`` is one or more whole JSON objects or arrays (after a Llama-style
+    ``<function=name>``), nothing else."""
+    text = body[m.end():] if (m := _LLAMA_OPENING.match(body)) else body
+    decoder, at, seen = json.JSONDecoder(), 0, False
+    try:
+        while (at := _SPACE.match(text, at).end()) < len(text):
+            value, at = decoder.raw_decode(text, at)
+            if not isinstance(value, (dict, list)):
+                return False
+            seen = True
+    except (ValueError, RecursionError):  # cut, or nested past what Python reads
+        return False
+    return seen
+
+
+_SPACE = re.compile(r"\s*")
 
 
 @dataclass(frozen=True, slots=True)

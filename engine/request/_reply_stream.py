@@ -150,9 +150,11 @@ class ReplyStream:
         """
         if self.finished:
             return
-        self.finished = True
         if self.filter is not None:
+            # Before ``finished`` is set: should the filter fail, ``fail`` still sends Error
+            # and the client is not left waiting for a Finished that never comes.
             self._publish(self.filter.finish())
+        self.finished = True
         if reason == "stop" and self.tool_calls:
             reason = "tool_calls"
         now = time.perf_counter()

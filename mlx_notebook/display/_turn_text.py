@@ -68,8 +68,10 @@ _ACTIVE = re.compile(r"[\\`*\[\]<>&]")
 def _inert_html(text: str) -> str:
     """The reply's Markdown with the raw HTML in it made text, as ``text/html`` shows it
     (rendered with ``html=False``, images as links): a Markdown renderer that honours HTML
-    runs none of it. Outside code, every ``<`` becomes ``&lt;`` and ``![`` a link's ``!\\[``;
-    code blocks (as the one Markdown renderer finds them) and code spans stay as written."""
+    runs none of it. Outside code blocks (as the one Markdown renderer finds them), a zero
+    width space goes after each ``<`` that could open a tag, comment or autolink, and between
+    ``!`` and ``[``: it shows as nothing, and no tag starts with it. Code spans get it too
+    (telling them apart by hand is where escaping gaps open); code blocks stay as written."""
     if "<" not in text and "![" not in text:
         return text
     text = normalized_markdown(text)
@@ -79,44 +81,11 @@ def _inert_html(text: str) -> str:
         if token.type in ("fence", "code_block") and token.map:
             for i in range(*token.map):
                 in_code[i] = True
-    out, run = [], []
-    for line, code in zip(lines, in_code):
-        if code or not line.strip():  # a code span never crosses a blank line or a block
-            out.append(_outside_code_spans(run))
-            run = []
-            out.append([line])
-        else:
-            run.append(line)
-    out.append(_outside_code_spans(run))
-    return "\n".join(line for group in out for line in group)
+    return "\n".join(line if code else _OPENINGS.sub("\\g<0>\u200b", line)
+                     for line, code in zip(lines, in_code))
 
 
-_BACKTICKS = re.compile("`+")
-
-
-def _outside_code_spans(lines: list[str]) -> list[str]:
-    """One paragraph's lines with ``<`` and ``![`` made inert outside its code spans (a run
-    of N backticks up to the next run of exactly N, as CommonMark pairs them)."""
-    if not lines:
-        return []
-    text, pieces, at = "\n".join(lines), [], 0
-    runs = list(_BACKTICKS.finditer(text))
-    i = 0
-    while i < len(runs):
-        opening = runs[i]
-        closing = next((j for j in range(i + 1, len(runs))
-                        if len(runs[j][0]) == len(opening[0])), None)
-        if closing is None:
-            i += 1
-            continue
-        pieces += [_inert(text[at:opening.start()]), text[opening.start():runs[closing].end()]]
-        at, i = runs[closing].end(), closing + 1
-    pieces.append(_inert(text[at:]))
-    return "".join(pieces).split("\n")
-
-
-def _inert(text: str) -> str:
-    return text.replace("<", "&lt;").replace("![", "!\\[")
+_OPENINGS = re.compile(r"<(?=[A-Za-z/!?])|!(?=\[)")
 
 
 def _markdown_part(part: dict) -> str | None:

@@ -135,3 +135,19 @@ def test_trace_takes_a_handle_or_its_id_and_the_filter_takes_only_text(tiny_engi
         StreamFilter("qwen3").feed(None)
     with pytest.raises(EngineError, match="The request body must be a JSON object"):
         tiny_engine.inspect(None)
+
+
+def test_a_parser_that_fails_at_the_end_fails_the_request_instead_of_hanging_it(
+        tiny_engine, monkeypatch):
+    from mlx_notebook.engine.parsing import StreamFilter
+
+    def broken(self):
+        raise RuntimeError("parser bug")
+
+    monkeypatch.setattr(StreamFilter, "finish", broken)
+    done = []
+    worker = threading.Thread(target=lambda: done.append(list(tiny_engine.submit(SUM).events())))
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "the request never ended"
+    assert type(done[0][-1]).__name__ == "Error" and "parser bug" in done[0][-1].message

@@ -369,8 +369,9 @@ def test_markdown_runs_no_html_a_model_tool_or_server_wrote():
     markdown = turn_mimebundle(turn)[0]["text/markdown"]
     rendered = MarkdownIt("commonmark", {"html": True}).render(markdown)
     assert "<img" not in rendered and "<div" not in rendered and "<b>" not in rendered
-    assert rendered.count("&lt;img src=x onerror=alert(1)&gt;") == 6  # each shown as text
-    assert "<code>&lt;i&gt;kept&lt;/i&gt;</code>" in rendered  # code spans stay code
+    shown = rendered.replace("\u200b", "")  # the zero-width space that keeps a tag from opening
+    assert shown.count("&lt;img src=x onerror=alert(1)&gt;") == 6  # each shown as text
+    assert "<code>&lt;i&gt;kept&lt;/i&gt;</code>" in shown  # code spans read as they were
     assert "**Tool call** `get_weather`" in turn_mimebundle(make_turn())[0]["text/markdown"]
 
 
@@ -379,11 +380,15 @@ def test_markdown_runs_no_html_a_model_tool_or_server_wrote():
     ("x", "x\n\n<img src=x onerror=alert(1)>", "<code>x &lt;img src=x onerror=alert(1)&gt;</code>"),
     ("Use `<br>` or <br> here", "f", "Use <code>&lt;br&gt;</code> or &lt;br&gt; here"),
     ("one\rtwo\n<b>x</b>", "f", "one\ntwo\n&lt;b&gt;x&lt;/b&gt;"),
-    ("![t](https://example.com/leak?q=1)", "f", "![t](https://example.com/leak?q=1)"),
+    ("![t](https://example.com/leak?q=1)", "f", '!<a href="https://example.com/leak?q=1">t</a>'),
     ("a ` b\n\nc <img src=x onerror=1> ` d", "f", "c &lt;img src=x onerror=1&gt; ` d"),
     ("```\n<b>code</b>\n```", "f", "<code>&lt;b&gt;code&lt;/b&gt;\n</code>"),
+    ("\\`<img src=x onerror=1>\\`", "f", "`&lt;img src=x onerror=1&gt;`"),
+    ("# a `\n<img src=x onerror=1>\n`", "f", "&lt;img src=x onerror=1&gt;"),
+    ("- `a\n- <img src=x> `", "f", "<li>&lt;img src=x&gt; `</li>"),
 ], ids=["tag-across-lines", "blank-line-in-a-name", "tag-in-a-code-span-and-out",
-        "carriage-return", "image", "backticks-across-paragraphs", "fenced-code"])
+        "carriage-return", "image", "backticks-across-paragraphs", "fenced-code",
+        "escaped-backticks", "heading-then-tag", "list-items"])
 def test_markdown_hostile_shapes(content, name, shown):
     from markdown_it import MarkdownIt
 
@@ -392,7 +397,7 @@ def test_markdown_hostile_shapes(content, name, shown):
     rendered = MarkdownIt("commonmark", {"html": True}).render(
         turn_mimebundle(turn)[0]["text/markdown"])
     assert not any(tag in rendered for tag in ("<img", "<b>", "<br>")), rendered
-    assert shown in rendered
+    assert shown in rendered.replace("\u200b", "")
 
 
 def test_a_nan_log_probability_draws_as_zero_not_nan():

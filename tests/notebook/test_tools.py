@@ -424,3 +424,36 @@ def test_a_call_never_raises_into_the_cell():
     assert call_tool([make_tool(cancelled)], "cancelled", {}) == (None, "CancelledError")
     assert call_tool([make_tool(unprintable)], "unprintable", {}) == (
         None, "Unprintable: (its message could not be read: Unprintable.__str__ failed)")
+
+
+class Swap(enum.Enum):
+    a = "b"
+    b = "a"
+
+
+def test_a_value_already_of_a_hinted_type_is_left_as_it_is():
+    def f(code: int | str = 0, text: str | list[str] = "", pick: Literal[1, "1"] = 1,
+          flag: Literal[True, False] = True, swap: Swap = Swap.a,
+          units: Optional[list[Unit]] = None, by_day: dict[str, Unit] | None = None,
+          ratio: float | int = 0) -> dict:
+        """F."""
+        return dict(code=code, text=text, pick=pick, flag=flag, swap=swap, units=units,
+                    by_day=by_day, ratio=ratio)
+
+    tool = [make_tool(f)]
+    result, error = call_tool(tool, "f", {"code": "007", "text": "[1, 2]", "pick": "1",
+                                          "flag": "false", "swap": "a", "units": ["f"],
+                                          "by_day": {"mon": "c"}, "ratio": 3.0})
+    assert error is None
+    assert result == dict(code="007", text="[1, 2]", pick="1", flag=False, swap=Swap.b,
+                          units=[Unit.FAHRENHEIT], by_day={"mon": Unit.CELSIUS}, ratio=3.0)
+    assert call_tool(tool, "f", {"units": ["k"]})[1] == (
+        "bad arguments for f: 'units' must be one of \"c\", \"f\", got \"k\"")
+    deep = "[" * 100_000 + "]" * 100_000
+
+    def g(items: list) -> int:
+        """G."""
+        return len(items)
+
+    result, error = call_tool([make_tool(g)], "g", {"items": deep})  # never raises
+    assert result is None and error.startswith("bad arguments for g: ")

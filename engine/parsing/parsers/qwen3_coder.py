@@ -99,11 +99,11 @@ def _value_end(body: str, start: int) -> int:
     parameter, whichever comes first.
     """
     depth = 0
-    for tag in _TAGS.finditer(body, start):
+    for seen, tag in enumerate(_TAGS.finditer(body, start)):
+        if seen == _MARKUP_IN_A_VALUE:  # parameters left open one after another, or junk
+            break
         if tag[0] == _PARAM:
             depth += 1
-            if depth > _NESTING:  # parameters left open one after another, not markup
-                break
         elif depth:
             depth -= 1
         elif _NEXT_PARAMETER.match(body, tag.end()):
@@ -112,8 +112,9 @@ def _value_end(body: str, start: int) -> int:
     return min(ends) if ends else len(body)
 
 
-_NESTING = 8
-"""Parameter markup nested deeper inside a value is not looked for (the scan stays linear)."""
+_MARKUP_IN_A_VALUE = 32
+"""Parameter tags looked at inside one value: more are not a value's markup, and the bound
+keeps a body of thousands of parameters linear (each value's scan stops here)."""
 
 _NEXT_PARAMETER = re.compile(r"\s*(?:\Z|" + re.escape(_PARAM) + _TAG_NAME.pattern + ")")
 """What follows a value's real closer: the function's end or its next parameter."""

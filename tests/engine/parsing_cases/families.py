@@ -547,3 +547,26 @@ CASES += [
          "text": {"type": "string", "nullable": True}, "label": {"type": "string"}}}}}]},
      expect(tool_calls=[("note", {"text": None, "label": "null"})])),
 ]
+
+_W = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+CASES += [
+    # Review: what only misses its wrapper's closing marker is read in every form the closed
+    # call is read in: two JSON calls in one block, a Kimi section whose last call is cut
+    # (the whole first call kept), GLM's and LongCat's JSON bodies, the Llama form.
+    ("hermes_two_calls_open_at_the_end", "qwen3", f"<tool_call>\n{_W}\n{_W}\n", {},
+     expect(tool_calls=[("get_weather", {"city": "Paris"})] * 2)),
+    ("kimi_section_cut_in_its_last_call_keeps_the_first", "kimi_k2",
+     KIMI_SECTION.removesuffix('{"city": "Shanghai"}<|tool_call_end|><|tool_calls_section_end|>'),
+     {}, expect(tool_calls=[("get_weather", {"city": "Beijing"})],
+                problems=['<|tool_call_begin|>functions.get_weather:1 '
+                          '<|tool_call_argument_begin|>'])),
+    ("glm47_json_body_open_at_the_end", "glm47", f"<tool_call>{_W}", {},
+     expect(tool_calls=[("get_weather", {"city": "Paris"})])),
+    ("qwen3_coder_llama_form_open_at_the_end", "qwen3_coder",
+     '<tool_call>\n<function=get_weather>{"city": "Paris"}', {},
+     expect(tool_calls=[("get_weather", {"city": "Paris"})])),
+    ("hermes_nested_past_what_python_reads_is_a_problem", "qwen3", "<tool_call>" + "[" * 1100, {},
+     expect(problems=["<tool_call>" + "[" * 1100])),
+    ("gemma4_reply_cut_inside_the_response_label", "gemma4",
+     "<|channel>thought\nplan<channel|><|channel>respons", {}, expect(reasoning="plan")),
+]
