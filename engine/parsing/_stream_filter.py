@@ -167,7 +167,7 @@ class StreamFilter:
         # (Gemma's "<|channel>" could have become "<|channel>response\n"); the answer's channel
         # cut inside its label is that channel, opened with nothing in it.
         channel, think = self.family.content_channel, self.family.think
-        if (channel and self.mode != TOOL and len(self._tail) > len(think[0])
+        if (channel and think and self.mode != TOOL and len(self._tail) > len(think[0])
                 and channel.startswith(self._tail)):
             if self.mode == UNDECIDED:
                 self._release(CONTENT, "")
@@ -424,11 +424,14 @@ class StreamFilter:
 
 _CUT_OFF = "The tool call was cut off before it was closed."
 
+
 def _is_whole(body: str, whole_ends: tuple[str, ...]) -> bool:
     """Whether a call left open ends where its own element ends (``ToolMarker.whole_ends``)."""
     body = body.strip()
     for end in whole_ends:
-        if end == WHOLE_PARSE or end == WHOLE_JSON and _json_values(body) or body.endswith(end):
+        if end == WHOLE_PARSE:
+            return True
+        if end == WHOLE_JSON and _json_values(body) or end != WHOLE_JSON and body.endswith(end):
             return True
     return False
 

@@ -290,7 +290,8 @@ def _out_of_vocabulary(vocab_size: int | None) -> str:
     vLLM's tests, which match "out of vocabulary" and the size, read it)."""
     if vocab_size is None:
         return "out of vocabulary (ids run from 0 to the vocabulary size less one)."
-    return f"out of vocabulary (ids run from 0 to {vocab_size - 1}; the vocabulary size is {vocab_size})."
+    return (f"out of vocabulary (ids run from 0 to {vocab_size - 1}; the vocabulary size is "
+            f"{vocab_size}).")
 
 
 def _stop(body) -> tuple[str, ...]:

@@ -254,7 +254,8 @@ class ChatView(anywidget.AnyWidget):
             changed["error"] = None if error is None else str(error)
             with self.hold_sync():
                 self.tool_calls = calls
-                self.tool_cards = {**self.tool_cards, call_id: tool_card_html(changed, waiting=True)}
+                card = tool_card_html(changed, waiting=True)
+                self.tool_cards = {**self.tool_cards, call_id: card}
 
     def _footer_items(self) -> list[list[str]]:
         """The footer as the static output words it, with the tokens counted so far."""

@@ -6,9 +6,9 @@ the model forgot to close swallows the next parameter, and it only honours a sch
 scanner ends a value at the ``</parameter>`` that the next parameter or ``</function>``
 follows (a value may hold parameter markup), or, when the model left it open, at the next
 ``<parameter=``; and it types values by the tool schema the way vLLM's parser does: a value
-the type cannot read stays the string the model wrote, as does one without a schema entry. A function whose body is a
-JSON object instead of parameters (Llama 3.1's ``<function=name>{...}</function>``) is read
-as JSON.
+the type cannot read stays the string the model wrote, as does one without a schema entry.
+A function whose body is a JSON object instead of parameters (Llama 3.1's
+``<function=name>{...}</function>``) is read as JSON.
 """
 
 from __future__ import annotations
