@@ -397,8 +397,9 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         # The model is shown the values: a value wins over a name spelled the same.
         for matches in (lambda m: _same(value, m.value), lambda m: str(m.value) == str(value),
                         lambda m: m.name == value):
-            if member := next((m for m in hint if matches(m)), None):
-                return member
+            for member in hint:  # (a member may be falsy: IntEnum's 0)
+                if matches(member):
+                    return member
         raise ValueError(f"'{key}' must be one of "
                          f"{', '.join(json.dumps(m.value, default=str) for m in hint)}, got "
                          f"{json.dumps(value, default=str)}")

@@ -24,6 +24,7 @@ __all__ = [
     "ALIASES",
     "FAMILIES",
     "THINK_TAGS",
+    "WHOLE_FUNCTION_JSON",
     "WHOLE_JSON",
     "WHOLE_PARSE",
     "Family",
@@ -124,7 +125,9 @@ def load_parser(name: str) -> ModuleType:
 
 WHOLE_JSON = "{json}"
 """In ``ToolMarker.whole_ends``: the call's body is whole when it reads as JSON values (one
-call, or several in one block), after a Llama-style ``<function=name>`` opening if any."""
+call, or several in one block)."""
+WHOLE_FUNCTION_JSON = "{function-json}"
+"""``WHOLE_JSON`` after a Llama-style ``<function=name>`` opening if any (Qwen3-Coder's)."""
 WHOLE_PARSE = "{parse}"
 """In ``ToolMarker.whole_ends``: the parser itself tells a whole call from a cut one (Kimi's
 reads each call up to its own end marker and makes a cut one a problem)."""
@@ -139,7 +142,7 @@ def _calls(parser: str, **options) -> ToolMarker:
     return ToolMarker(module.tool_call_start, module.tool_call_end, **options)
 
 
-_HERMES_WHOLE = (qwen3_coder.function_end, WHOLE_JSON)  # a JSON call, or Qwen3-Coder's XML one
+_HERMES_WHOLE = (qwen3_coder.function_end, WHOLE_FUNCTION_JSON)  # JSON, Llama's or XML calls
 _DEEPSEEK_CALL_END = "<｜tool▁call▁end｜>"  # one call's end inside DeepSeek's calls block
 
 FAMILIES: dict[str, Family] = {

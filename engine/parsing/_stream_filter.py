@@ -38,7 +38,9 @@ from typing import Any
 
 from ._body_scanners import make_scanner
 from ._event import Event, merge_events
-from ._families import WHOLE_JSON, WHOLE_PARSE, Family, ToolMarker, get_family
+from ._families import (
+    WHOLE_FUNCTION_JSON, WHOLE_JSON, WHOLE_PARSE, Family, ToolMarker, get_family,
+)
 from ._tool_calls import CallProblem, normalize_tools, parse_calls
 
 __all__ = ["ParsedOutput", "StreamFilter", "parse_output"]
@@ -167,8 +169,9 @@ class StreamFilter:
         # (Gemma's "<|channel>" could have become "<|channel>response\n"); the answer's channel
         # cut inside its label is that channel, opened with nothing in it.
         channel, think = self.family.content_channel, self.family.think
-        if (channel and think and self.mode != TOOL and len(self._tail) > len(think[0])
-                and channel.startswith(self._tail)):
+        cut = self._tail.lstrip()  # (whitespace before a channel marker goes with it)
+        if (channel and think and self.mode != TOOL and len(cut) > len(think[0])
+                and channel.startswith(cut)):
             if self.mode == UNDECIDED:
                 self._release(CONTENT, "")
             self._tail = ""
@@ -431,7 +434,10 @@ def _is_whole(body: str, whole_ends: tuple[str, ...]) -> bool:
     for end in whole_ends:
         if end == WHOLE_PARSE:
             return True
-        if end == WHOLE_JSON and _json_values(body) or end != WHOLE_JSON and body.endswith(end):
+        if end in (WHOLE_JSON, WHOLE_FUNCTION_JSON):
+            if _json_values(body, function=end == WHOLE_FUNCTION_JSON):
+                return True
+        elif body.endswith(end):
             return True
     return False
 
@@ -439,10 +445,10 @@ def _is_whole(body: str, whole_ends: tuple[str, ...]) -> bool:
 _LLAMA_OPENING = re.compile(r"<function=[^>\n]*>")
 
 
-def _json_values(body: str) -> bool:
-    """Whether ``body`` is one or more whole JSON objects or arrays (after a Llama-style
-    ``<function=name>``), nothing else."""
-    text = body[m.end():] if (m := _LLAMA_OPENING.match(body)) else body
+def _json_values(body: str, function: bool = False) -> bool:
+    """Whether ``body`` is one or more whole JSON objects or arrays (with ``function``, after
+    a Llama-style ``<function=name>`` if any), nothing else."""
+    text = body[m.end():] if function and (m := _LLAMA_OPENING.match(body)) else body
     decoder, at, seen = json.JSONDecoder(), 0, False
     try:
         while (at := _SPACE.match(text, at).end()) < len(text):

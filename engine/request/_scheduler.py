@@ -644,7 +644,11 @@ class Scheduler:
 
     def _done(self, uid: int, reason: str) -> None:
         a = self.active.pop(uid)
-        a.reply.finish(reason)
+        try:
+            a.reply.finish(reason)
+        except Exception as e:  # its filter failed at the end: the client gets an Error
+            log.exception("request %s failed as it finished", a.job.request_id)
+            a.reply.fail(f"Generation failed: {e}")
         self.on_done(a.job, a.reply)
 
     def _reset_batch(self, message: str) -> None:

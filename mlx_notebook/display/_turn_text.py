@@ -68,21 +68,28 @@ _ACTIVE = re.compile(r"[\\`*\[\]<>&]")
 def _inert_html(text: str) -> str:
     """The reply's Markdown with the raw HTML in it made text, as ``text/html`` shows it
     (rendered with ``html=False``, images as links): a Markdown renderer that honours HTML
-    runs none of it. Outside code blocks (as the one Markdown renderer finds them), a zero
+    runs none of it. Outside fenced code (as the one Markdown renderer finds it), a zero
     width space goes after each ``<`` that could open a tag, comment or autolink, and between
-    ``!`` and ``[``: it shows as nothing, and no tag starts with it. Code spans get it too
-    (telling them apart by hand is where escaping gaps open); code blocks stay as written."""
-    if "<" not in text and "![" not in text:
+    ``!`` and ``[``: it shows as nothing, and no tag starts with it. Code spans and indented
+    code get it too (the text around a part, once joined, may make them something else), and
+    a fence the part leaves open is closed, so that no part changes how the next one parses."""
+    if "<" not in text and "![" not in text and "```" not in text and "~~~" not in text:
         return text
     text = normalized_markdown(text)
     lines = text.split("\n")
     in_code = [False] * len(lines)
+    closer = ""
     for token in markdown_tokens(text):
-        if token.type in ("fence", "code_block") and token.map:
-            for i in range(*token.map):
+        if token.type == "fence" and token.map:
+            start, end = token.map
+            for i in range(start, end):
                 in_code[i] = True
+            last = lines[end - 1].strip() if end - 1 > start else ""
+            if end == len(lines) and not (last.startswith(token.markup) and set(last) == {
+                    token.markup[0]}):
+                closer = "\n" + token.markup  # the part ends inside this fence
     return "\n".join(line if code else _OPENINGS.sub("\\g<0>\u200b", line)
-                     for line, code in zip(lines, in_code))
+                     for line, code in zip(lines, in_code)) + closer
 
 
 _OPENINGS = re.compile(r"<(?=[A-Za-z/!?])|!(?=\[)")

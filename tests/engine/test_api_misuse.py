@@ -146,8 +146,20 @@ def test_a_parser_that_fails_at_the_end_fails_the_request_instead_of_hanging_it(
 
     monkeypatch.setattr(StreamFilter, "finish", broken)
     done = []
-    worker = threading.Thread(target=lambda: done.append(list(tiny_engine.submit(SUM).events())))
-    worker.start()
-    worker.join(30)
-    assert not worker.is_alive(), "the request never ended"
-    assert type(done[0][-1]).__name__ == "Error" and "parser bug" in done[0][-1].message
+
+    def alone():  # the single-stream path
+        done.append(list(tiny_engine.submit(SUM).events()))
+
+    def together():  # the batch path
+        with tiny_engine.together():
+            handles = [tiny_engine.submit(SUM), tiny_engine.submit(SUM)]
+        done.extend(list(h.events()) for h in handles)
+
+    for run in (alone, together):
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join(30)
+        assert not worker.is_alive(), f"a request never ended ({run.__name__})"
+    assert len(done) == 3
+    for events in done:
+        assert type(events[-1]).__name__ == "Error" and "parser bug" in events[-1].message

@@ -375,6 +375,22 @@ def test_markdown_runs_no_html_a_model_tool_or_server_wrote():
     assert "**Tool call** `get_weather`" in turn_mimebundle(make_turn())[0]["text/markdown"]
 
 
+def test_markdown_parts_cannot_change_how_the_next_one_parses():
+    """An earlier round's open fence or list must not turn the answer's code into live HTML
+    once the parts are joined."""
+    from markdown_it import MarkdownIt
+
+    attack = "<img src=x onerror=alert(1)>"
+    for interim, answer in (("```", f"```\n{attack}\n```"), ("~~~", f"~~~\n{attack}\n~~~"),
+                            ("- item", f"    {attack}")):
+        turn = make_turn(content=answer, tool_calls=[], rounds=[
+            Round(request={}, content=interim, finish_reason="tool_calls"),
+            Round(request={}, content=answer, finish_reason="stop")])
+        rendered = MarkdownIt("commonmark", {"html": True}).render(
+            turn_mimebundle(turn)[0]["text/markdown"])
+        assert "<img" not in rendered, (interim, rendered)
+
+
 @pytest.mark.parametrize("content, name, shown", [
     ("text <img src=x\nonerror=alert(1)> more", "f", "text &lt;img src=x\nonerror=alert(1)&gt; more"),
     ("x", "x\n\n<img src=x onerror=alert(1)>", "<code>x &lt;img src=x onerror=alert(1)&gt;</code>"),

@@ -431,6 +431,11 @@ class Swap(enum.Enum):
     b = "a"
 
 
+class Level(enum.IntEnum):  # OFF is falsy
+    OFF = 0
+    ON = 1
+
+
 def test_a_value_already_of_a_hinted_type_is_left_as_it_is():
     def f(code: int | str = 0, text: str | list[str] = "", pick: Literal[1, "1"] = 1,
           flag: Literal[True, False] = True, swap: Swap = Swap.a,
@@ -447,6 +452,11 @@ def test_a_value_already_of_a_hinted_type_is_left_as_it_is():
     assert error is None
     assert result == dict(code="007", text="[1, 2]", pick="1", flag=False, swap=Swap.b,
                           units=[Unit.FAHRENHEIT], by_day={"mon": Unit.CELSIUS}, ratio=3.0)
+    def g(lv: Level, maybe: Optional[Level] = None) -> tuple:
+        """G."""
+        return lv, maybe
+
+    assert call_tool([make_tool(g)], "g", {"lv": 0, "maybe": "OFF"}) == ((Level.OFF, Level.OFF), None)
     assert call_tool(tool, "f", {"units": ["k"]})[1] == (
         "bad arguments for f: 'units' must be one of \"c\", \"f\", got \"k\"")
     deep = "[" * 100_000 + "]" * 100_000

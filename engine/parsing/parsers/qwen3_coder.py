@@ -98,11 +98,12 @@ def _value_end(body: str, start: int) -> int:
     parser reads it. A value the model never closed ends at the first closer or the next
     parameter, whichever comes first.
     """
-    depth = 0
-    for seen, tag in enumerate(_TAGS.finditer(body, start)):
-        if seen == _MARKUP_IN_A_VALUE:  # parameters left open one after another, or junk
-            break
+    depth = openings = 0
+    for tag in _TAGS.finditer(body, start):
         if tag[0] == _PARAM:
+            openings += 1
+            if openings > _MARKUP_IN_A_VALUE:  # parameters left open one after another, or junk
+                break
             depth += 1
         elif depth:
             depth -= 1
@@ -112,9 +113,9 @@ def _value_end(body: str, start: int) -> int:
     return min(ends) if ends else len(body)
 
 
-_MARKUP_IN_A_VALUE = 32
-"""Parameter tags looked at inside one value: more are not a value's markup, and the bound
-keeps a body of thousands of parameters linear (each value's scan stops here)."""
+_MARKUP_IN_A_VALUE = 64
+"""Parameter openings looked at inside one value: more are not a value's markup, and the
+bound keeps a body of thousands of parameters linear (each value's scan stops here)."""
 
 _NEXT_PARAMETER = re.compile(r"\s*(?:\Z|" + re.escape(_PARAM) + _TAG_NAME.pattern + ")")
 """What follows a value's real closer: the function's end or its next parameter."""

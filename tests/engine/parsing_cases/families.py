@@ -570,3 +570,16 @@ CASES += [
     ("gemma4_reply_cut_inside_the_response_label", "gemma4",
      "<|channel>thought\nplan<channel|><|channel>respons", {}, expect(reasoning="plan")),
 ]
+
+_PAIRS = "".join(f"<parameter=k{i}>\nv\n</parameter>\n" for i in range(17))
+CASES += [
+    # Third review: a value holding many whole parameter pairs is still one value; the bound
+    # counts openings, not tags.
+    ("qwen3_coder_value_holding_seventeen_parameter_pairs", "qwen3_coder",
+     _qwen3_coder_params("write_file", path="fixture.py", content=f'doc = """\n{_PAIRS}"""'),
+     {"tools": WRITE_TOOLS},
+     expect(tool_calls=[("write_file", {"path": "fixture.py",
+                                        "content": f'doc = """\n{_PAIRS}"""'})])),
+    ("gemma4_label_cut_after_whitespace", "gemma4", "\n<|channel>resp",
+     {"starts_in_reasoning": True}, expect()),
+]
