@@ -266,7 +266,7 @@ class Engine:
             request, prompt = self._prepare(body, kind)
             prefix = "chatcmpl" if kind == "chat" else "cmpl"
             request_id = f"{prefix}-{uuid.uuid4()}"
-            job = Job(request_id, request, prompt, self._thread.outbox(on_event, request_id))
+            job = Job(request_id, request, prompt, self._thread.outbox(request_id, on_event))
             self._thread.submit(job)
         return RequestHandle(job, self._thread)
 

@@ -59,10 +59,11 @@ class ToolMarker:
     ends: tuple[str, ...] = ()
     """Other closing markers the model sometimes writes instead of ``end``."""
     whole_ends: tuple[str, ...] = ()
-    """What a call's own element ends in (``</function>``, ``</invoke>``, or ``WHOLE_JSON``:
-    the body is one JSON value). A call the reply leaves open after one of these lacks only
-    ``end`` (a stop string or the reply's end took it), and is read as mlx_lm.server reads
-    it; open anywhere else it was cut inside, and is a problem."""
+    """What a call's own element ends in (``</function>``, ``</invoke>``…), or how a whole
+    body reads (``WHOLE_JSON``, ``WHOLE_FUNCTION_JSON``, ``WHOLE_PARSE``). A call the reply
+    leaves open after one of these lacks only ``end`` (a stop string or the reply's end took
+    it), and is read as mlx_lm.server reads it; open anywhere else it was cut inside, and is
+    a problem."""
 
     @property
     def is_soft(self) -> bool:

@@ -248,11 +248,11 @@ class StreamFilter:
     def _compute_edges(self):
         fam = self.family
         think = fam.think
+        # The answer's own channel opens it from any mode (Gemma 4's).
+        channel = [(fam.content_channel, "open_content")] if fam.content_channel else []
         if self.mode == REASONING:
             # Already reasoning: a repeated opening marker is structure with nothing to do.
-            anywhere = [(think[1], "close_think"), (think[0], "drop")]
-            if fam.content_channel:
-                anywhere.append((fam.content_channel, "open_content"))
+            anywhere = [(think[1], "close_think"), (think[0], "drop"), *channel]
             if fam.tool_ends_reasoning:
                 anywhere += self._hard_tools
             leading = []
@@ -260,9 +260,7 @@ class StreamFilter:
                 # The model may repeat the opening its prompt already wrote, and some write a
                 # label after it: neither is reasoning text. (An empty thought may end at
                 # once in the answer's channel, which starts with that opening.)
-                if fam.content_channel:
-                    leading.append((fam.content_channel, "open_content"))
-                leading.append((think[0], "drop"))
+                leading += [*channel, (think[0], "drop")]
                 if fam.reasoning_prefix:
                     leading.append((fam.reasoning_prefix, "drop"))
             return anywhere, leading
@@ -275,8 +273,7 @@ class StreamFilter:
         elif think and self._reasoning_seen:
             # A second close marker after reasoning ended is a stray token, not text.
             anywhere.append((think[1], "drop"))
-        if fam.content_channel:
-            anywhere.append((fam.content_channel, "open_content"))
+        anywhere += channel
         if think and fam.think_anywhere:
             anywhere.append((think[0], "open_think"))
         elif think and not self._think_is_text:

@@ -165,7 +165,6 @@ class EngineThread:
                                  max_entries=config.prompt_cache_entries)
         self.alive = False
         self.death: str | None = None
-        self._open_requests = 0
         self._preparing = 0
         """Callers between the start of ``Engine.submit`` and their job's arrival."""
         self._together = 0
@@ -199,16 +198,13 @@ class EngineThread:
     @property
     def active(self) -> int:
         """Requests submitted whose last event (Finished or Error) is not yet written."""
-        return self._open_requests if self.alive else 0
+        return len(self.running_ids) if self.alive else 0
 
-    def outbox(self, deliver: Callable[[Any], None] | None = None,
-               request_id: str | None = None) -> Outbox:
-        """The event queue for a new job (or its ``deliver`` callable); it counts as active
-        (and ``request_id`` as running) until its last event."""
+    def outbox(self, request_id: str, deliver: Callable[[Any], None] | None = None) -> Outbox:
+        """The event queue for job ``request_id`` (or its ``deliver`` callable); the request
+        counts as running until its last event."""
         with self._open_lock:
-            self._open_requests += 1
-            if request_id is not None:
-                self.running_ids.add(request_id)
+            self.running_ids.add(request_id)
         return Outbox(lambda: self._close_one(request_id), deliver)
 
     @contextmanager
@@ -234,9 +230,8 @@ class EngineThread:
             if last:  # the held requests may start now: wake the thread to look
                 self.inbox.put(_WAKE)
 
-    def _close_one(self, request_id: str | None) -> None:
+    def _close_one(self, request_id: str) -> None:
         with self._open_lock:
-            self._open_requests -= 1
             self.running_ids.discard(request_id)
 
     def submit(self, job: Job) -> None:
@@ -366,7 +361,7 @@ class EngineThread:
     def _loop(self, scheduler: Scheduler) -> None:
         inbox = self.inbox
         while not self._stopping and not (self._released and scheduler.idle and inbox.empty()
-                                          and self._open_requests == 0):
+                                          and not self.running_ids):
             hold = 0.1 if scheduler.idle else scheduler.hold_seconds()
             if hold is not None:  # nothing to compute yet: wait for news, not in a spin
                 try:

@@ -230,7 +230,7 @@ def test_a_request_failing_inside_the_batched_step_fails_alone(
     good_body = script_body("reason_then_answer")
     solo = collect(tiny_engine.submit(good_body).events())
     request, prompt = tiny_engine._prepare({"messages": M, "max_tokens": 20}, "chat")
-    bad_job = Job("bad-neighbour", spoil(request), prompt, tiny_engine._thread.outbox())
+    bad_job = Job("bad-neighbour", spoil(request), prompt, tiny_engine._thread.outbox("bad-neighbour"))
     with engine_thread_held(tiny_engine):  # both start in one pass: they share the batch
         good = tiny_engine.submit(good_body)
         tiny_engine._thread.submit(bad_job)
