@@ -10,8 +10,9 @@ bracket bookkeeping is ``parsers._brackets.BracketScanner``, shared with the pyt
 from __future__ import annotations
 
 from .parsers._brackets import BracketScanner
+from .parsers.llama3_json import CALL_KEYS
 
-__all__ = ["BareCallScanner", "JsonValueScanner", "make_scanner"]
+__all__ = ["BareCallScanner", "JsonCallScanner", "JsonValueScanner", "make_scanner"]
 
 
 class JsonValueScanner:
@@ -85,6 +86,71 @@ class BareCallScanner:
         return None if n is None else offset + n
 
 
+class JsonCallScanner:
+    """After a bare ``{``: the end of the object if its first key is one a call object starts
+    with (``keys``), else a rejection at the first character that shows it is not.
+
+    Llama 3 writes a call as bare JSON, so every ``{`` in a reply may open one: the key is
+    read first so that code, prose in braces and other objects are given back at once
+    instead of being withheld until they close. ``feed`` answers as ``BareCallScanner``'s.
+    """
+
+    __slots__ = ("_key", "_keys", "_value")
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self._keys = keys
+        self._key: str | None = None  # the first key's characters so far (None: before it)
+        self._value: JsonValueScanner | None = None
+
+    def feed(self, text: str) -> int | None:
+        offset = 0
+        if self._value is None:
+            for i, ch in enumerate(text):
+                if self._key is None:
+                    if ch == '"':
+                        self._key = ""
+                    elif not ch.isspace():
+                        return -(i + 1)
+                    continue
+                if ch == '"' and self._key in self._keys:
+                    self._value = JsonValueScanner(quotes='"', depth=1)
+                    offset = i + 1
+                    break
+                self._key += ch
+                if not any(key.startswith(self._key) for key in self._keys):
+                    return -(i + 1)
+            else:
+                return None
+        n = self._value.feed(text[offset:])
+        return None if n is None else offset + n
+
+
+class TaggedValueScanner:
+    """After a marker that announces code or a call (Llama's ``<|python_tag|>``): the end of
+    the JSON object or Python list that follows, or a rejection when something else does
+    (built-in tools' ``brave_search.call(...)``, code), which stays text."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self) -> None:
+        self._value: JsonValueScanner | None = None
+
+    def feed(self, text: str) -> int | None:
+        offset = 0
+        if self._value is None:
+            for i, ch in enumerate(text):
+                if ch in "{[":
+                    self._value = JsonValueScanner(quotes="\"'" if ch == "[" else '"', depth=1)
+                    offset = i + 1
+                    break
+                if not ch.isspace():
+                    return -(i + 1)
+            else:
+                return None
+        n = self._value.feed(text[offset:])
+        return None if n is None else offset + n
+
+
 def make_scanner(name: str | None):
     if name is None:
         return None
@@ -95,4 +161,8 @@ def make_scanner(name: str | None):
         return JsonValueScanner(quotes="\"'", depth=1)
     if name == "bare_call":
         return BareCallScanner()
+    if name == "json_call":
+        return JsonCallScanner(CALL_KEYS)
+    if name == "tagged_value":
+        return TaggedValueScanner()
     raise ValueError(f"Unknown tool-call body scanner {name!r}.")

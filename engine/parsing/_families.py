@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from . import parsers
-from .parsers import deepseek_v4, gemma4, kimi_k2, mistral, pythonic, qwen3_coder
+from .parsers import deepseek_v4, gemma4, kimi_k2, llama3_json, mistral, pythonic, qwen3_coder
 
 __all__ = [
     "ALIASES",
@@ -100,6 +100,9 @@ class Family:
     ``<function=...>`` bare and then ``</tool_call>``, and puts newlines between parallel
     ``<tool_call>`` blocks, as GLM does; vLLM's qwen3coder and glm4_moe tests expect neither
     in content)."""
+    call_separators: tuple[str, ...] = ()
+    """What the model writes between two calls besides whitespace (Llama 3's ``;``): with
+    ``call_gap_is_markup``, dropped right after a call (so also after the last one)."""
     reasoning_prefix: str | None = None
     """A label the model writes right after the opening marker (Gemma 4's ``thought\n``)."""
     content_channel: str | None = None
@@ -240,6 +243,19 @@ FAMILIES: dict[str, Family] = {
             parser="deepseek_v4",
         ),
         Family(
+            # Llama 3.1-3.3: bare JSON objects, anywhere a reply has one; see the parser.
+            "llama3_json",
+            tools=(
+                _calls("llama3_json", scanner="tagged_value", keep=True),
+                ToolMarker(llama3_json.json_start, "", scanner="json_call", keep=True, soft=True),
+                ToolMarker(pythonic.list_start, "", scanner="python_list", keep=True,
+                           leading=True),
+            ),
+            parser="llama3_json",
+            call_gap_is_markup=True,
+            call_separators=(";", ","),
+        ),
+        Family(
             "deepseek_v4",
             think=THINK_TAGS,
             tools=(_calls("deepseek_v4", whole_ends=(deepseek_v4.invoke_end,)),),
@@ -274,6 +290,8 @@ ALIASES = {
     "deepseekv4": "deepseek_v4",
     "deepseekv32": "deepseek_v32",
     "minimax": "minimax_m2",
+    "llama3": "llama3_json",
+    "llama4_json": "llama3_json",
 }
 
 

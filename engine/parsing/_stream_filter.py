@@ -101,9 +101,10 @@ class StreamFilter:
         self._end_used = ""
         self._after_call = False  # the last thing read was a call (for call_gap_is_markup)
         self._think_is_text = False  # inside a think block written after the reply spoke
-        self._gap_markers = [(m.start, _AfterCall(m)) for m in fam.tools if not m.is_soft] + [
+        self._gap_markers = [(m.start, _AfterCall(m)) for m in fam.tools if not m.leading] + [
             (m.end, "drop") for m in fam.tools if not m.is_soft and m.end
-        ]
+        ] + [(separator, "drop") for separator in fam.call_separators]
+        self._gap = ""  # whitespace a call right after a call took, given back if it is none
         self._max_marker = max(
             [len(m.start) for m in fam.tools] + [len(s) for s in fam.think or ()]
             + [len(fam.reasoning_prefix or ""), len(fam.content_channel or "")]
@@ -217,6 +218,8 @@ class StreamFilter:
             self._tail = buf[start:]
             return False
         self._tail = buf[end:]
+        if isinstance(action, _AfterCall):
+            self._gap = buf[start:end - len(action.marker.start)]  # returned if it is no call
         if action in ("open_text_think", "close_text_think"):
             self._emit(self.mode, buf[:end])  # the marker is text of the current mode
             self._think_is_text = action == "open_text_think"
@@ -329,7 +332,10 @@ class StreamFilter:
                 return False
             if n < 0:  # not a call after all: give the text back and scan on from there
                 n = -n - 1
-                raw = marker.start + "".join(self._body) + buf[:n]
+                # (A hard marker is a control token, not text: Llama's "<|python_tag|>" before
+                # code its built-in interpreter would run leaves the code, not the tag.)
+                opening = marker.start if marker.is_soft else ""
+                raw = opening + "".join(self._body) + buf[:n]
                 self._tail = buf[n:]
                 self._give_back(raw)
                 return True
@@ -356,7 +362,8 @@ class StreamFilter:
         """A soft marker's text was not a call: it is text of the mode it interrupted."""
         self.mode = self._soft_from or CONTENT
         self._soft_from, self._marker, self._body, self._scanner = None, None, [], None
-        self._emit(self.mode, raw)
+        self._emit(self.mode, self._gap + raw)
+        self._gap = ""
 
     def _close_call(self, unclosed: bool = False) -> None:
         marker, body = self._marker, "".join(self._body)
@@ -377,7 +384,7 @@ class StreamFilter:
                 self._release(CONTENT, "")  # a call settles it: what came before was content
             self._opened()
         self.mode, self._marker, self._body, self._scanner = CONTENT, None, [], None
-        self._soft_from = None
+        self._soft_from, self._gap = None, ""
         self._mode_has_text = False
         self._after_call = True
         if calls is None:

@@ -9,6 +9,7 @@ computed the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import weakref
 from pathlib import Path
@@ -82,11 +83,30 @@ def _detect(tokenizer: Any) -> Family:
     if _DEEPSEEK_ASSISTANT in vocab or deepseek_r1.tool_call_start in vocab:
         # DeepSeek R1/V3 markup; a vocabulary with think tags can reason (R1, V3.1+).
         return FAMILIES["deepseek_r1" if think == THINK_TAGS else "deepseek_v3"]
+    if _LLAMA3_TOOL_TURN in _template_text(hf):
+        # Llama 3.1-3.3 (mlx-lm names no parser for them): tool results go back in an
+        # "ipython" turn, and calls come as bare JSON.
+        llama = FAMILIES["llama3_json"]
+        return dataclasses.replace(llama, think=think) if think else llama
     if think == THINK_TAGS:
         return FAMILIES["qwen3"]
     if think is not None:
         return Family(f"think:{think[0]}", think=think)
     return FAMILIES["plain"]
+
+
+_LLAMA3_TOOL_TURN = "<|start_header_id|>ipython<|end_header_id|>"
+
+
+def _template_text(hf: Any) -> str:
+    """A tokenizer's chat template(s) as one text ("" when it has none)."""
+    template = getattr(hf, "chat_template", None)
+    if isinstance(template, dict):
+        template = list(template.values())
+    if isinstance(template, list):
+        template = " ".join(t.get("template", "") if isinstance(t, dict) else str(t)
+                            for t in template)
+    return template if isinstance(template, str) else ""
 
 
 def _model_type(hf: Any) -> str | None:

@@ -583,3 +583,71 @@ CASES += [
     ("gemma4_label_cut_after_whitespace", "gemma4", "\n<|channel>resp",
      {"starts_in_reasoning": True}, expect()),
 ]
+
+# llama3_json (Llama 3.1-3.3): bare JSON calls, from vLLM's llama3_json tests and the
+# formats Meta's llama-models documents. A bare object is a call only when it reads as one
+# (and names an offered tool when tools are offered); after <|python_tag|> it is one.
+_L = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+_L_PARIS = ("get_weather", {"city": "Paris"})
+_L_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}}}}]
+CASES += [
+    ("llama3_bare_call", "llama3_json", _L, {}, expect(tool_calls=[_L_PARIS])),
+    ("llama3_python_tag_call", "llama3_json",
+     '<|python_tag|>{"name": "get_weather", "arguments": {"city": "Paris"}}', {},
+     expect(tool_calls=[_L_PARIS])),
+    ("llama3_documented_form_with_type", "llama3_json",
+     '<|python_tag|>{\n    "type": "function",\n    "name": "get_weather",\n'
+     '    "parameters": {"city": "Paris"}\n}', {}, expect(tool_calls=[_L_PARIS])),
+    ("llama3_openai_shape_unwrapped", "llama3_json",
+     '{"type": "function", "function": ' + _L + "}", {}, expect(tool_calls=[_L_PARIS])),
+    ("llama3_calls_separated_by_semicolons", "llama3_json", f"{_L}; {_L} ;{_L}", {},
+     expect(tool_calls=[_L_PARIS] * 3)),
+    ("llama3_calls_separated_by_newlines_or_nothing", "llama3_json", f"{_L}\n{_L}{_L}", {},
+     expect(tool_calls=[_L_PARIS] * 3)),
+    ("llama3_calls_separated_by_the_tag", "llama3_json", f"{_L}<|python_tag|>{_L}", {},
+     expect(tool_calls=[_L_PARIS] * 2)),
+    ("llama3_text_around_a_call_stays_content", "llama3_json",
+     f"Here is the result: {_L} Would you like to know more?", {"tools": _L_TOOLS},
+     expect(content="Here is the result:  Would you like to know more?",
+            tool_calls=[_L_PARIS])),
+    ("llama3_braces_inside_strings", "llama3_json",
+     '{"name": "parserTool", "parameters": {"text": "He said \\"Hello {world}\\"", '
+     '"cmd": "echo a; echo b"}}', {},
+     expect(tool_calls=[("parserTool", {"text": 'He said "Hello {world}"',
+                                        "cmd": "echo a; echo b"})])),
+    ("llama3_nested_parameters", "llama3_json",
+     '{"name": "complexTool", "parameters": {"level1": {"level2": {"level3": {"v": "deep"}}}}}',
+     {}, expect(tool_calls=[("complexTool", {"level1": {"level2": {"level3": {"v": "deep"}}}})])),
+    ("llama3_braces_in_text_after_a_call", "llama3_json",
+     f"{_L} I used {{searchTool}} for this.", {},
+     expect(content=" I used {searchTool} for this.", tool_calls=[_L_PARIS])),
+    ("llama3_json_that_is_no_call_stays_text", "llama3_json",
+     'Here is the JSON you asked for: {"name": "John", "age": 30}', {"tools": _L_TOOLS},
+     expect(content='Here is the JSON you asked for: {"name": "John", "age": 30}')),
+    ("llama3_object_without_parameters_stays_text", "llama3_json",
+     '{"name": "toolWithoutParams"} and {"parameters": {}}', {},
+     expect(content='{"name": "toolWithoutParams"} and {"parameters": {}}')),
+    ("llama3_invalid_json_stays_text", "llama3_json",
+     '{"name": "invalidTool", "parameters": {invalid json}', {},
+     expect(content='{"name": "invalidTool", "parameters": {invalid json}')),
+    ("llama3_unoffered_name_stays_text", "llama3_json",
+     '{"name": "delete_files", "parameters": {}}', {"tools": _L_TOOLS},
+     expect(content='{"name": "delete_files", "parameters": {}}')),
+    ("llama3_code_stays_text", "llama3_json", "Sure: function f() { return 1; }", {},
+     expect(content="Sure: function f() { return 1; }")),
+    ("llama3_object_after_a_call_that_is_none_keeps_its_newline", "llama3_json",
+     f'{_L}\n{{"a": 1}}', {}, expect(content='\n{"a": 1}', tool_calls=[_L_PARIS])),
+    ("llama3_tag_before_code_leaves_the_code", "llama3_json", '<|python_tag|>print("hi")', {},
+     expect(content='print("hi")')),
+    ("llama3_cut_after_the_tag_is_a_problem", "llama3_json",
+     '<|python_tag|>{"name": "f", "parameters": {"x": "lo', {},
+     expect(problems=['<|python_tag|>{"name": "f", "parameters": {"x": "lo'])),
+    ("llama3_cut_bare_object_stays_text", "llama3_json", _L[:30], {},
+     expect(content=_L[:30])),
+    ("llama3_pythonic_list", "llama3_json", "[get_weather(city='Paris')]", {},
+     expect(tool_calls=[_L_PARIS])),
+    ("llama3_arguments_as_json_text", "llama3_json",
+     '{"name": "get_weather", "parameters": "{\\"city\\": \\"Paris\\"}"}', {},
+     expect(tool_calls=[_L_PARIS])),
+]

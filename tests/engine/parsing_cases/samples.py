@@ -57,4 +57,7 @@ CALLS = {
                     f'<{D}parameter name="city" string="true">Paris</{D}parameter>\n'
                     f"</{D}invoke>\n</{D}tool_calls>"), "get_weather", {"city": "Paris"},
                     f'<{D}tool_calls>\n<{D}invoke>\n</{D}invoke>\n</{D}tool_calls>'),
+    "llama3_json": ('<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}',
+                    "get_weather", {"city": "Paris"},
+                    '<|python_tag|>{"name": "get_weather", "parameters": {"city": Paris}}'),
 }
