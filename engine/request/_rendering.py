@@ -74,7 +74,7 @@ def _chat_text(request: GenerationRequest, tokenizer, model_type: str) -> str:
             thinking=bool(kwargs.get("enable_thinking", kwargs.get("thinking", True))),
             reasoning_effort=kwargs.get("reasoning_effort"),
         )
-    try:
+    def apply(messages):
         return tokenizer.apply_chat_template(
             messages,
             tools=list(request.tools) if request.tools else None,
@@ -82,12 +82,51 @@ def _chat_text(request: GenerationRequest, tokenizer, model_type: str) -> str:
             tokenize=False,
             **kwargs,
         )
+
+    try:
+        return apply(messages)
     except EngineRequestError:
         raise
     except Exception as e:  # jinja raises on templates' own checks (roles, alternation)
+        if (split := _one_call_per_turn(messages)) is not messages:
+            try:  # a template that renders one call per turn (Meta's Llama 3 raises on two)
+                return apply(split)
+            except Exception:  # noqa: BLE001 -- not why it refused: its own message says why
+                pass
         raise EngineRequestError(
             f"The chat template rejected these messages: {e}", param="messages"
         ) from e
+
+
+def _one_call_per_turn(messages: list[dict]) -> list[dict]:
+    """``messages`` with each assistant turn of several tool calls written as consecutive
+    turns of one call, each followed by its result (found by ``tool_call_id``, else by
+    order), or ``messages`` itself when no turn has several."""
+    if not any(len(m.get("tool_calls") or ()) > 1 for m in messages):
+        return messages
+    out: list[dict] = []
+    i = 0
+    while i < len(messages):
+        message, i = messages[i], i + 1
+        calls = message.get("tool_calls") or []
+        if message["role"] != "assistant" or len(calls) < 2:
+            out.append(message)
+            continue
+        results = []
+        while i < len(messages) and messages[i]["role"] == "tool":
+            results.append(messages[i])
+            i += 1
+        by_id = {r.get("tool_call_id"): r for r in results if r.get("tool_call_id")}
+        for k, call in enumerate(calls):
+            out.append({**message, "content": message.get("content") if k == 0 else "",
+                        "tool_calls": [call]})
+            result = by_id.get(call.get("id")) if isinstance(call, dict) else None
+            if result is None and not by_id and k < len(results):
+                result = results[k]
+            if result is not None:
+                out.append(result)
+        out += [r for r in results if not any(r is m for m in out)]  # unpaired: after the calls
+    return out
 
 
 def _segments(request, tokenizer, tokens: list[int], kwargs: dict[str, Any], encoder) -> tuple:

@@ -282,3 +282,32 @@ def test_a_template_that_needs_its_tools_still_renders_a_tool_request(tiny_reaso
         assert engine.inspect(body).tools_rendered is True
         with pytest.raises(EngineRequestError, match="tools are required"):
             engine.inspect({"messages": body["messages"]})
+
+
+def test_parallel_calls_render_for_a_template_of_one_call_per_turn(tiny_reasoner_path):
+    # Meta's Llama 3 template raises on an assistant turn with two calls: they are rendered as
+    # two turns of one call, each followed by its own result.
+    from parsing_cases.templates import LLAMA31_TEMPLATE
+
+    def call(city, id_):
+        return {"id": id_, "type": "function",
+                "function": {"name": "get_weather", "arguments": json.dumps({"city": city})}}
+
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}
+    body = {"tools": [tool], "messages": [
+        {"role": "user", "content": "Weather in Paris and Rome?"},
+        {"role": "assistant", "content": "", "tool_calls": [call("Paris", "a"), call("Rome", "b")]},
+        {"role": "tool", "tool_call_id": "b", "content": "21 C"},
+        {"role": "tool", "tool_call_id": "a", "content": "18 C"},
+    ]}
+    with Engine(str(tiny_reasoner_path), progress=False, chat_template=LLAMA31_TEMPLATE) as engine:
+        text = engine.inspect(body).prompt_text
+        turn = "<|start_header_id|>{}<|end_header_id|>\n\n{}<|eot_id|>"
+        expected = "".join([
+            turn.format("assistant", '{"name": "get_weather", "parameters": {"city": "Paris"}}'),
+            turn.format("ipython", '"18 C"'),
+            turn.format("assistant", '{"name": "get_weather", "parameters": {"city": "Rome"}}'),
+            turn.format("ipython", '"21 C"'),
+        ])
+        assert expected in text
