@@ -7,7 +7,13 @@ They were dicts, and users' cells subscript them (``call["name"]``,
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import decimal
+import enum
 import json
+import pathlib
+import uuid
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Iterator, Mapping
 
@@ -116,9 +122,30 @@ class ToolCallRecord(_FieldMapping):
         if isinstance(self.result, str):
             return self.result
         try:
-            return json.dumps(self.result)
-        except (TypeError, ValueError):
+            return json.dumps(self.result, default=_as_json)
+        except (TypeError, ValueError, RecursionError):
             return repr(self.result)
+
+
+def _as_json(value: Any) -> Any:
+    """What ``json.dumps`` cannot write, in the form a tool's arguments take: a record as its
+    fields, a date as ISO text, an Enum as its value, a NumPy value as Python's; TypeError
+    for anything else (the result is then shown as its ``repr``)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in fields(value)}
+    if callable(getattr(value, "model_dump", None)) and not isinstance(value, type):
+        return value.model_dump(mode="json")  # a pydantic model
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (uuid.UUID, pathlib.PurePath, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, (set, frozenset)):
+        return list(value)
+    if type(value).__module__ == "numpy" and callable(getattr(value, "tolist", None)):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} has no JSON form")
 
 
 @dataclass(frozen=True, slots=True)

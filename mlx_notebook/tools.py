@@ -1,28 +1,38 @@
 """Plain Python functions as tools the model can call: schemas, the registry and one call.
 
 The JSON schema comes from the signature (required = no default), the type hints and the
-docstring (first paragraph = description; Google ``Args:`` or Sphinx ``:param x:`` lines =
-parameter descriptions). Type hints go through transformers' converter, the one chat
-templates are tested against; its ``get_json_schema`` itself is not used because it rejects
-functions without a docstring or a hint on every parameter, and a notebook user's quick
-function should still work. ``Annotated[int, "text"]`` describes a parameter too.
+docstring (first paragraph = description; Google ``Args:``, Sphinx ``:param x:`` or NumPy
+``Parameters`` sections = parameter descriptions). Type hints go through transformers'
+converter, the one chat templates are tested against; its ``get_json_schema`` itself is not
+used because it rejects functions without a docstring or a hint on every parameter, and a
+notebook user's quick function should still work. ``Annotated[int, "text"]`` describes a
+parameter too. What that converter has no form for is written here (``_schema``): records
+(dataclasses, TypedDicts, NamedTuples, pydantic models) as objects of their fields, dates,
+times and UUIDs as formatted strings, paths as strings, ``Decimal`` as a number.
 
 A call gets its arguments as the hints ask for them (``_coerced``): an Enum's member for the
-value the model wrote, ``"3"`` as 3 for an ``int``, a list sent as JSON text decoded; a value
-outside an Enum or a Literal is refused in a sentence the model reads, before the call.
+value the model wrote, ``"3"`` as 3 for an ``int``, a list sent as JSON text decoded, a record
+built from its object, a ``datetime`` from its ISO text; a value outside an Enum or a Literal,
+or an object that does not fit its record, is refused in a sentence the model reads, before
+the call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
+import decimal
 import enum
 import functools
 import inspect
 import json
+import pathlib
 import re
 import threading
 import types
 import typing
+import uuid
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -86,15 +96,39 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
     _refuse_unbound_method(function, name)
     doc = _docstring(function)
     summary, google_args, _ = google_docstring(doc) if doc else (None, {}, None)
-    param_docs = {**dict(_SPHINX_PARAM.findall(doc)), **(google_args or {})}
+    param_docs = {**_numpy_params(doc), **dict(_SPHINX_PARAM.findall(doc)), **(google_args or {})}
     if summary:
-        summary = summary.split(":param")[0].strip()
+        summary = _NUMPY_SECTION.split(summary.split(":param")[0], 1)[0].strip()
     return Tool(
         name=name,
         description=description or summary or "",
         parameters=_parameters_schema(function, name, param_docs),
         function=function,
     )
+
+
+_NUMPY_SECTION = re.compile(r"^[ \t]*[A-Z][A-Za-z ]*\n[ \t]*-{3,}[ \t]*$", re.MULTILINE)
+"""A NumPy docstring's section header (``Parameters`` over a dashed line)."""
+_NUMPY_ENTRY = re.compile(r"^(\*{0,2}\w+)\s*(?::.*)?$")
+
+
+def _numpy_params(doc: str) -> dict[str, str]:
+    """``{parameter: description}`` from a NumPy docstring's ``Parameters`` section."""
+    headers = list(_NUMPY_SECTION.finditer(doc))
+    for i, header in enumerate(headers):
+        if header.group().split("\n")[0].strip() not in ("Parameters", "Other Parameters"):
+            continue
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(doc)
+        described: dict[str, list[str]] = {}
+        current = None
+        for line in doc[header.end():end].splitlines():
+            if line.strip() and not line[:1].isspace() and (entry := _NUMPY_ENTRY.match(line)):
+                current = entry.group(1).lstrip("*")
+                described[current] = []
+            elif current is not None and line.strip():
+                described[current].append(line.strip())
+        return {name: " ".join(lines) for name, lines in described.items() if lines}
+    return {}
 
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -161,12 +195,13 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
         schema: dict[str, Any] = {}
         if parameter.name in hints:
             try:
-                schema = json_schema_of_hint(hints[parameter.name])
+                schema = _schema(hints[parameter.name])
             except UnsupportedHint:
                 raise ToolError(
                     f"Parameter '{parameter.name}' of tool '{name}' has type "
                     f"{_hint_name(_culprit(hints[parameter.name]))}, which has no JSON form; use "
-                    "str, int, float, bool, list, dict, Literal or an Enum."
+                    "str, int, float, bool, list, dict, Literal, an Enum, a dataclass, a "
+                    "TypedDict or a pydantic model."
                 ) from None
         if parameter.name in param_docs:
             schema["description"] = param_docs[parameter.name]
@@ -209,15 +244,149 @@ def _annotated_description(hint: Any) -> str | None:
 
 
 def _culprit(hint: Any) -> Any:
-    """The part of ``hint`` with no JSON form (``Point`` in ``list[Point]``)."""
-    for arg in typing.get_args(hint):
+    """The part of ``hint`` with no JSON form (``Point`` in ``list[Point]``, or in a record's
+    field)."""
+    try:
+        fields = _record_fields(hint) if isinstance(hint, type) else None
+    except UnsupportedHint:  # its own field types cannot be read
+        return hint
+    parts = [field.hint for field in fields] if fields else typing.get_args(hint)
+    for arg in parts:
         if not (isinstance(arg, type) or typing.get_origin(arg)) or arg is type(None):
             continue  # a Literal's value, None
         try:
-            json_schema_of_hint(arg)
+            _schema(arg)
         except UnsupportedHint:
             return _culprit(arg)
+        except RecursionError:
+            return arg
     return hint
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    """One field of a record the model writes as an object."""
+
+    name: str
+    hint: Any
+    required: bool
+    description: str | None = None
+
+
+def _record_fields(hint: type) -> list[_Field] | None:
+    """The fields of a record type (a dataclass, TypedDict, NamedTuple or pydantic model), or
+    None for any other type."""
+    if dataclasses.is_dataclass(hint):
+        hints, extras = _field_hints(hint)
+        missing = dataclasses.MISSING
+        return [_Field(f.name, hints.get(f.name, Any),
+                       f.default is missing and f.default_factory is missing,
+                       f.metadata.get("description") or _annotated_description(extras.get(f.name)))
+                for f in dataclasses.fields(hint) if f.init]
+    if typing.is_typeddict(hint):
+        hints, extras = _field_hints(hint)
+        return [_Field(name, _unrequired(field_hint), _required(hint, name, extras.get(name)),
+                       _annotated_description(extras.get(name)))
+                for name, field_hint in hints.items()]
+    if issubclass(hint, tuple) and hasattr(hint, "_fields"):  # a NamedTuple
+        hints, extras = _field_hints(hint)
+        return [_Field(name, hints.get(name, Any), name not in hint._field_defaults,
+                       _annotated_description(extras.get(name))) for name in hint._fields]
+    model_fields = getattr(hint, "model_fields", None)
+    if isinstance(model_fields, dict) and hasattr(hint, "model_validate"):  # pydantic v2
+        return [_Field(name, info.annotation, info.is_required(), info.description)
+                for name, info in model_fields.items()]
+    return None
+
+
+def _field_hints(record: type) -> tuple[dict, dict]:
+    """A record's field types, plain and with their ``Annotated`` extras."""
+    try:
+        return (typing.get_type_hints(record),
+                typing.get_type_hints(record, include_extras=True))
+    except Exception as exc:  # noqa: BLE001 -- a hint naming what is not defined, or not Python
+        raise UnsupportedHint(f"the field types of {record.__name__} cannot be read ({exc})") from None
+
+
+def _unrequired(hint: Any) -> Any:
+    """A TypedDict field's type without ``Required[...]``/``NotRequired[...]``."""
+    wrappers = tuple(getattr(typing, n) for n in ("Required", "NotRequired") if hasattr(typing, n))
+    return typing.get_args(hint)[0] if typing.get_origin(hint) in wrappers else hint
+
+
+def _required(record: type, name: str, hint: Any) -> bool:
+    """Whether a TypedDict's field is required: its ``Required``/``NotRequired`` wrapper
+    decides, read from the resolved hint too (under ``from __future__ import annotations``
+    the class could not see it and counts every field of a total TypedDict as required)."""
+    origin = typing.get_origin(hint)
+    if origin is getattr(typing, "NotRequired", None):
+        return False
+    return origin is getattr(typing, "Required", None) or name in record.__required_keys__
+
+
+_STRING_FORMATS = ((datetime.datetime, "date-time"), (datetime.date, "date"),
+                   (datetime.time, "time"), (uuid.UUID, "uuid"))
+"""Types the model writes as text (``datetime`` before ``date``: it is one)."""
+
+
+def _schema(hint: Any, enclosing: tuple[type, ...] = ()) -> dict:
+    """The JSON schema of a parameter's hint: records as objects of their fields, formatted
+    strings for dates and UUIDs, containers of these item by item; every other hint as
+    transformers' converter writes it. ``enclosing``: the records being described (a record
+    that contains itself is an untyped object the second time)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _schema(args[0], enclosing)
+    if not _ours(hint):
+        return json_schema_of_hint(hint)
+    if isinstance(hint, type):
+        if hint in enclosing:
+            return {"type": "object"}
+        if (fields := _record_fields(hint)) is not None:
+            properties = {}
+            for field in fields:
+                properties[field.name] = _schema(field.hint, (*enclosing, hint))
+                if field.description:
+                    properties[field.name]["description"] = field.description
+            out = {"type": "object", "properties": properties}
+            if required := [field.name for field in fields if field.required]:
+                out["required"] = required
+            return out
+        for kind, form in _STRING_FORMATS:
+            if issubclass(hint, kind):
+                return {"type": "string", "format": form}
+        return {"type": "number" if issubclass(hint, decimal.Decimal) else "string"}
+    if origin is typing.Union or isinstance(hint, types.UnionType):
+        options = [_schema(a, enclosing) for a in args if a is not type(None)]
+        if len(options) == 1:
+            out = dict(options[0])
+        elif all(o.keys() == {"type"} and isinstance(o["type"], str) for o in options):
+            out = {"type": sorted({o["type"] for o in options})}
+        else:
+            out = {"anyOf": options}
+        if type(None) in args:
+            out["nullable"] = True
+        return out
+    if origin is list:
+        return {"type": "array", "items": _schema(args[0], enclosing)}
+    if origin is tuple and ... not in args:
+        return {"type": "array", "prefixItems": [_schema(a, enclosing) for a in args]}
+    if origin is dict and len(args) == 2:
+        return {"type": "object", "additionalProperties": _schema(args[1], enclosing)}
+    return json_schema_of_hint(hint)  # says what it cannot write
+
+
+def _ours(hint: Any) -> bool:
+    """Whether ``hint`` is, or holds, a type transformers' converter has no form for and
+    ``_schema`` has."""
+    if isinstance(hint, type):
+        return (_record_fields(hint) is not None or issubclass(hint, _TEXT_TYPES)
+                or issubclass(hint, decimal.Decimal))
+    return typing.get_origin(hint) is not typing.Literal and any(
+        _ours(arg) for arg in typing.get_args(hint))
+
+
+_TEXT_TYPES = (datetime.date, datetime.time, uuid.UUID, pathlib.PurePath)
 
 
 def _hint_name(hint: Any) -> str:
@@ -403,6 +572,12 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         raise ValueError(f"'{key}' must be one of "
                          f"{', '.join(json.dumps(m.value, default=str) for m in hint)}, got "
                          f"{json.dumps(value, default=str)}")
+    if isinstance(hint, type) and (typing.is_typeddict(hint) or not issubclass(
+            hint, (str, int, float, list, dict))):
+        if (fields := _record_fields(hint)) is not None:
+            return _record(value, hint, fields, key)
+        if issubclass(hint, (*_TEXT_TYPES, decimal.Decimal)):
+            return _from_text(value, hint, key)
     if isinstance(value, str):
         text = value.strip()
         if hint is bool and text.lower() in ("true", "false"):
@@ -429,6 +604,68 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
     return value
 
 
+def _record(value: Any, hint: type, fields: list[_Field], key: str) -> Any:
+    """The record ``hint`` built from the object the model wrote (or from its JSON text, or
+    a NamedTuple from a list); ValueError naming the field when it does not fit."""
+    if not typing.is_typeddict(hint) and isinstance(value, hint):
+        return value
+    if isinstance(value, str) and value.strip()[:1] == "{":
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    names = [field.name for field in fields]
+    if isinstance(value, list) and issubclass(hint, tuple) and len(value) <= len(names):
+        value = dict(zip(names, value))
+    if not isinstance(value, dict):
+        raise ValueError(f"'{key}' must be an object with the fields {', '.join(names)}, got "
+                         f"{json.dumps(value, default=str)}")
+    if hasattr(hint, "model_validate"):  # pydantic checks and converts its own fields
+        try:
+            return hint.model_validate(value)
+        except ValueError as error:  # pydantic's ValidationError: each field that failed
+            problems = [f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}"
+                        for e in getattr(error, "errors", lambda: [])()] or [_said(error)]
+            raise ValueError(f"'{key}' does not fit {hint.__name__}: "
+                             f"{'; '.join(problems)}") from None
+    if unknown := [name for name in value if name not in names]:
+        raise ValueError(f"'{key}' has no field '{unknown[0]}' (its fields: {', '.join(names)})")
+    if missing := [f.name for f in fields if f.required and f.name not in value]:
+        raise ValueError(f"'{key}' is missing its field '{missing[0]}'")
+    hints = {field.name: field.hint for field in fields}
+    built = {name: _coerce(item, hints[name], f"{key}.{name}") for name, item in value.items()}
+    if typing.is_typeddict(hint):
+        return built
+    try:
+        return hint(**built)
+    except Exception as error:  # noqa: BLE001 -- a __post_init__'s own check: the model reads it
+        raise ValueError(f"'{key}' could not be made a {hint.__name__}: "
+                         f"{type(error).__name__}: {_said(error)}") from None
+
+
+def _from_text(value: Any, hint: type, key: str) -> Any:
+    """A date, time, UUID, path or Decimal from the text (or number) the model wrote."""
+    if isinstance(value, hint):
+        return value
+    try:
+        if issubclass(hint, decimal.Decimal) and isinstance(value, (int, float, str)) and not (
+                isinstance(value, bool)):
+            return hint(str(value).strip())
+        if isinstance(value, str):
+            if issubclass(hint, (datetime.date, datetime.time)):
+                # ("Z" for UTC: fromisoformat reads it from Python 3.11 only)
+                return hint.fromisoformat(re.sub(r"[zZ]$", "+00:00", value.strip()))
+            return hint(value)
+    except (ValueError, decimal.InvalidOperation):
+        pass
+    what = _ISO.get(hint, f"a {hint.__name__}")
+    raise ValueError(f"'{key}' must be {what}, got {json.dumps(value, default=str)}")
+
+
+_ISO = {datetime.datetime: "an ISO date-time", datetime.date: "an ISO date",
+        datetime.time: "an ISO time"}
+
+
 def _same(value: Any, choice: Any) -> bool:
     """Equal as JSON reads them: 2 is 2.0, but never True for 1."""
     if isinstance(value, bool) or isinstance(choice, bool):
@@ -442,6 +679,8 @@ def _fits(value: Any, hint: Any) -> bool:
     origin = typing.get_origin(hint) or hint
     if hint is Any:
         return True
+    if typing.is_typeddict(hint):
+        return False  # (no isinstance for a TypedDict: its items are checked when coerced)
     if origin is typing.Literal:
         return any(_same(value, choice) for choice in typing.get_args(hint))
     if hint is float:

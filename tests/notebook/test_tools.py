@@ -5,9 +5,15 @@ The end-to-end tool loop on the tiny reasoner is in ``test_magics.py``.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import decimal
 import enum
-from typing import Annotated, Literal, Optional
+import pathlib
+import uuid
+from typing import Annotated, Literal, NamedTuple, NotRequired, Optional, TypedDict
 
+import pydantic
 import pytest
 
 import mlx_notebook
@@ -134,7 +140,7 @@ def test_unconvertible_hint_is_a_clear_error():
         make_tool(move)
     assert str(error.value) == (
         "Parameter 'to' of tool 'move' has type Point, which has no JSON form; use str, int, "
-        "float, bool, list, dict, Literal or an Enum."
+        "float, bool, list, dict, Literal, an Enum, a dataclass, a TypedDict or a pydantic model."
     )
 
 
@@ -467,3 +473,149 @@ def test_a_value_already_of_a_hinted_type_is_left_as_it_is():
 
     result, error = call_tool([make_tool(g)], "g", {"items": deep})  # never raises
     assert result is None and error.startswith("bad arguments for g: ")
+
+
+@dataclasses.dataclass
+class Stop:
+    city: str
+    nights: Annotated[int, "Nights to stay"] = 1
+    unit: Unit = Unit.CELSIUS
+
+
+class Budget(TypedDict):
+    limit: int
+    currency: NotRequired[str]
+
+
+class Span(NamedTuple):
+    start: float
+    end: float = 1.0
+
+
+class Booking(pydantic.BaseModel):
+    guest: str = pydantic.Field(description="Full name")
+    arrive: datetime.date
+    stops: list[Stop] = []
+
+
+@dataclasses.dataclass
+class Folder:
+    name: str
+    children: list[Folder] = dataclasses.field(default_factory=list)
+
+
+def plan(stop: Stop, budget: Budget, span: Span, booking: Booking, route: list[Stop],
+         root: Optional[Folder] = None) -> dict:
+    """Plan a trip."""
+    return dict(stop=stop, budget=budget, span=span, booking=booking, route=route, root=root)
+
+
+def test_records_are_objects_the_model_writes_and_the_tool_gets_built():
+    """openai-agents', LangChain's and chatlab's suites describe dataclasses, TypedDicts and
+    pydantic models as objects; transformers' converter refuses them."""
+    properties = make_tool(plan).parameters["properties"]
+    stop_schema = {"type": "object", "properties": {
+        "city": {"type": "string"},
+        "nights": {"type": "integer", "description": "Nights to stay"},
+        "unit": {"type": "string", "enum": ["c", "f"]}}, "required": ["city"]}
+    assert properties["stop"] == stop_schema
+    assert properties["budget"] == {"type": "object", "properties": {
+        "limit": {"type": "integer"}, "currency": {"type": "string"}}, "required": ["limit"]}
+    assert properties["span"]["required"] == ["start"]
+    assert properties["booking"] == {"type": "object", "properties": {
+        "guest": {"type": "string", "description": "Full name"},
+        "arrive": {"type": "string", "format": "date"},
+        "stops": {"type": "array", "items": stop_schema}}, "required": ["guest", "arrive"]}
+    assert properties["route"] == {"type": "array", "items": stop_schema}
+    # A record that holds itself is typed once, then an object.
+    assert properties["root"]["properties"]["children"] == {
+        "type": "array", "items": {"type": "object"}}
+    assert properties["root"]["nullable"] is True
+
+    result, error = call_tool([make_tool(plan)], "plan", {
+        "stop": {"city": "Oslo", "nights": "2", "unit": "f"}, "budget": {"limit": "900"},
+        "span": [0.5], "booking": {"guest": "Ada", "arrive": "2026-12-24"},
+        "route": '[{"city": "Rome"}]', "root": {"name": "a", "children": [{"name": "b"}]}})
+    assert error is None
+    assert result == dict(
+        stop=Stop("Oslo", 2, Unit.FAHRENHEIT), budget={"limit": 900}, span=Span(0.5, 1.0),
+        booking=Booking(guest="Ada", arrive=datetime.date(2026, 12, 24)), route=[Stop("Rome")],
+        root=Folder("a", [Folder("b")]))
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"stop": {"city": "Oslo", "beds": 2}}, "'stop' has no field 'beds' (its fields: city, nights, unit)"),
+    ({"stop": {"nights": 2}}, "'stop' is missing its field 'city'"),
+    ({"stop": "Oslo"}, "'stop' must be an object with the fields city, nights, unit, got \"Oslo\""),
+    ({"stop": {"city": "Oslo", "unit": "k"}}, "'stop.unit' must be one of \"c\", \"f\", got \"k\""),
+    ({"booking": {"guest": "Ada", "arrive": "soon"}},
+     "'booking' does not fit Booking: arrive: Input should be a valid date"),
+])
+def test_an_object_that_does_not_fit_its_record_is_refused_naming_the_field(change, said):
+    arguments = {"stop": {"city": "Oslo"}, "budget": {"limit": 1}, "span": [0],
+                 "booking": {"guest": "Ada", "arrive": "2026-12-24"}, "route": [], **change}
+    result, error = call_tool([make_tool(plan)], "plan", arguments)
+    assert result is None and error.startswith(f"bad arguments for plan: {said}")
+
+
+def test_dates_uuids_paths_and_decimals_are_text_the_tool_gets_typed():
+    def log(at: datetime.datetime, day: datetime.date, ref: uuid.UUID, file: pathlib.Path,
+            amount: decimal.Decimal) -> tuple:
+        """Log."""
+        return at, day, ref, file, amount
+
+    tool = make_tool(log)
+    assert tool.parameters["properties"] == {
+        "at": {"type": "string", "format": "date-time"}, "day": {"type": "string", "format": "date"},
+        "ref": {"type": "string", "format": "uuid"}, "file": {"type": "string"},
+        "amount": {"type": "number"}}
+    ref = "12345678-1234-5678-1234-567812345678"
+    assert call_tool([tool], "log", {"at": "2026-12-03T10:00:00Z", "day": "2026-12-03",
+                                     "ref": ref, "file": "notes.txt", "amount": 2.10}) == (
+        (datetime.datetime(2026, 12, 3, 10, tzinfo=datetime.timezone.utc),
+         datetime.date(2026, 12, 3), uuid.UUID(ref), pathlib.Path("notes.txt"),
+         decimal.Decimal("2.1")), None)
+    bad = {"at": "now", "day": "2026-12-03", "ref": ref, "file": "x", "amount": 1}
+    assert call_tool([tool], "log", bad)[1] == (
+        "bad arguments for log: 'at' must be an ISO date-time, got \"now\"")
+    assert call_tool([tool], "log", {**bad, "at": "2026-12-03", "amount": "lots"})[1] == (
+        "bad arguments for log: 'amount' must be a Decimal, got \"lots\"")
+
+
+def test_numpy_docstrings_describe_parameters():
+    def scale(values: list[float], factor: float = 2.0) -> list[float]:
+        """Scale numbers.
+
+        Parameters
+        ----------
+        values : list of float
+            The numbers,
+            in order.
+        factor : float, optional
+            What to multiply by.
+
+        Returns
+        -------
+        list of float
+        """
+
+    tool = make_tool(scale)
+    assert tool.description == "Scale numbers."
+    assert tool.parameters["properties"]["values"]["description"] == "The numbers, in order."
+    assert tool.parameters["properties"]["factor"]["description"] == "What to multiply by."
+
+
+def test_records_dates_and_numpy_values_a_tool_returns_reach_the_model_as_json():
+    import numpy as np
+
+    from mlx_notebook._turn_types import ToolCallRecord
+
+    def read(result):
+        return ToolCallRecord("call_1", "f", {}, result).message_content()
+
+    assert read(Stop("Oslo")) == '{"city": "Oslo", "nights": 1, "unit": "c"}'
+    assert read([Booking(guest="Ada", arrive=datetime.date(2026, 12, 24))]) == (
+        '[{"guest": "Ada", "arrive": "2026-12-24", "stops": []}]')
+    assert read({"mean": np.float32(1.5), "counts": np.arange(3)}) == (
+        '{"mean": 1.5, "counts": [0, 1, 2]}')
+    assert read(object).startswith("<class")  # no JSON form: its repr
