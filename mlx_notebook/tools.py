@@ -469,8 +469,10 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
         return None, f"unknown tool '{name}' (tools offered: {offered})"
     function = by_name[name].function
     signature = inspect.signature(function)
-    unexpected = [key for key in arguments if key not in signature.parameters]
-    if unexpected and not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+    _, bound = _unwrapped(function)  # a partial's settings: not the model's to change
+    unexpected = [key for key in arguments if key not in signature.parameters or key in bound]
+    if unexpected and (bound.intersection(unexpected) or not any(
+            p.kind is p.VAR_KEYWORD for p in signature.parameters.values())):
         return None, f"bad arguments for {name}: unexpected argument '{unexpected[0]}'"
     try:
         keywords = _coerced(function, dict(arguments))
@@ -547,7 +549,7 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
                 continue
             if coerced is not value:
                 return coerced
-        if refusals and len(refusals) == len(options):
+        if refusals:  # no type took it, and one said why (Literal["a"] | int with "b")
             raise refusals[0]
         return value
     if origin is typing.Literal:

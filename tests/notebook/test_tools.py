@@ -619,3 +619,18 @@ def test_records_dates_and_numpy_values_a_tool_returns_reach_the_model_as_json()
     assert read({"mean": np.float32(1.5), "counts": np.arange(3)}) == (
         '{"mean": 1.5, "counts": [0, 1, 2]}')
     assert read(object).startswith("<class")  # no JSON form: its repr
+
+
+def test_a_partials_setting_and_a_value_no_union_member_takes_are_refused():
+    import functools
+
+    def weather(city: str, units: str = "C", mode: Literal["fast", "exact"] | int = "fast"):
+        """Weather."""
+        return city, units, mode
+
+    tool = make_tool(functools.partial(weather, units="F"), name="weather_f")
+    assert call_tool([tool], "weather_f", {"city": "Oslo", "units": "K"}) == (
+        None, "bad arguments for weather_f: unexpected argument 'units'")
+    assert call_tool([tool], "weather_f", {"city": "Oslo", "mode": "slow"}) == (
+        None, "bad arguments for weather_f: 'mode' must be one of \"fast\", \"exact\", got \"slow\"")
+    assert call_tool([tool], "weather_f", {"city": "Oslo", "mode": "3"}) == (("Oslo", "F", 3), None)
