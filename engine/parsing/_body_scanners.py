@@ -12,7 +12,8 @@ from __future__ import annotations
 from .parsers._brackets import BracketScanner
 from .parsers.llama3_json import CALL_KEYS
 
-__all__ = ["BareCallScanner", "JsonCallScanner", "JsonValueScanner", "make_scanner"]
+__all__ = ["BareCallScanner", "CallListScanner", "JsonCallScanner", "JsonValueScanner",
+           "make_scanner"]
 
 
 class JsonValueScanner:
@@ -125,6 +126,46 @@ class JsonCallScanner:
         return None if n is None else offset + n
 
 
+class CallListScanner:
+    """After a bare ``[`` (Llama's ``[get_weather(city='Paris')]``): the end of the list if it
+    starts like a list of calls (``name(`` or a JSON object), else a rejection at the first
+    character that shows it is prose, so ``[1]`` or ``[Editor's note]`` goes out at once
+    instead of waiting for a bracket an apostrophe keeps open. ``feed`` answers as
+    ``BareCallScanner``'s; ``[]`` closes at once.
+    """
+
+    __slots__ = ("_name", "_spaced", "_value")
+
+    def __init__(self) -> None:
+        self._name = ""  # the first call's name so far
+        self._spaced = False  # whitespace after the name
+        self._value: JsonValueScanner | None = None
+
+    def feed(self, text: str) -> int | None:
+        offset = 0
+        if self._value is None:
+            for i, ch in enumerate(text):
+                if ch.isspace():
+                    self._spaced = bool(self._name)
+                    continue
+                if not self._name and ch == "]":
+                    return i + 1
+                if (not self._name and ch == "{") or (self._name and ch == "("):
+                    # Scanned from this bracket on, inside the list's own "[".
+                    self._value = JsonValueScanner(quotes='"' if ch == "{" else "\"'", depth=1)
+                    offset = i
+                    break
+                if (ch.isalpha() or ch == "_" or (self._name and (ch.isdigit() or ch == "."))) and (
+                        not self._spaced):
+                    self._name += ch
+                    continue
+                return -(i + 1)
+            else:
+                return None
+        n = self._value.feed(text[offset:])
+        return None if n is None else offset + n
+
+
 class TaggedValueScanner:
     """After a marker that announces code or a call (Llama's ``<|python_tag|>``): the end of
     the JSON object or Python list that follows, or a rejection when something else does
@@ -156,13 +197,12 @@ def make_scanner(name: str | None):
         return None
     if name == "mistral":
         return JsonValueScanner()
-    if name == "python_list":
-        # Opened by the "[" marker; Python strings may use either quote.
-        return JsonValueScanner(quotes="\"'", depth=1)
     if name == "bare_call":
         return BareCallScanner()
     if name == "json_call":
         return JsonCallScanner(CALL_KEYS)
     if name == "tagged_value":
         return TaggedValueScanner()
+    if name == "call_list":
+        return CallListScanner()
     raise ValueError(f"Unknown tool-call body scanner {name!r}.")

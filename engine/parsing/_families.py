@@ -58,6 +58,9 @@ class ToolMarker:
     never ends reasoning."""
     ends: tuple[str, ...] = ()
     """Other closing markers the model sometimes writes instead of ``end``."""
+    only_with_tools: bool = False
+    """Markup only when the request offered tools (Llama's ``{`` anywhere in a reply): without
+    tools the model has nothing to call, and such text is the answer."""
     whole_ends: tuple[str, ...] = ()
     """What a call's own element ends in (``</function>``, ``</invoke>``…), or how a whole
     body reads (``WHOLE_JSON``, ``WHOLE_FUNCTION_JSON``, ``WHOLE_PARSE``). A call the reply
@@ -191,8 +194,7 @@ FAMILIES: dict[str, Family] = {
             tools=(
                 _calls("pythonic", whole_ends=("]",)),  # the parser reads Python: a cut list fails
                 ToolMarker(pythonic.python_start, pythonic.python_end, whole_ends=("]",)),
-                ToolMarker(pythonic.list_start, "", scanner="python_list", keep=True,
-                           leading=True),
+                ToolMarker(pythonic.list_start, "", scanner="call_list", keep=True, leading=True),
             ),
             parser="pythonic",
         ),
@@ -243,13 +245,18 @@ FAMILIES: dict[str, Family] = {
             parser="deepseek_v4",
         ),
         Family(
-            # Llama 3.1-3.3: bare JSON objects, anywhere a reply has one; see the parser.
+            # Llama 3.1-3.3: bare JSON objects, at the reply's start or (when tools were
+            # offered) anywhere in it; see the parser.
             "llama3_json",
             tools=(
                 _calls("llama3_json", scanner="tagged_value", keep=True),
-                ToolMarker(llama3_json.json_start, "", scanner="json_call", keep=True, soft=True),
-                ToolMarker(pythonic.list_start, "", scanner="python_list", keep=True,
+                ToolMarker(llama3_json.json_start, "", scanner="json_call", keep=True,
                            leading=True),
+                ToolMarker(llama3_json.json_start, "", scanner="json_call", keep=True, soft=True,
+                           only_with_tools=True),
+                ToolMarker(llama3_json.function_start, llama3_json.function_end, keep=True,
+                           soft=True),
+                ToolMarker(pythonic.list_start, "", scanner="call_list", keep=True, leading=True),
             ),
             parser="llama3_json",
             call_gap_is_markup=True,

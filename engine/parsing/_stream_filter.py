@@ -90,23 +90,28 @@ class StreamFilter:
         self._scanner = None
         self._finished = False
         self._out: list[Event] = []
+        self._run: list[str] = []  # text of one kind not yet joined into ``_out`` (linear)
+        self._run_kind = ""
         self.tool_calls = 0
         """Complete tool calls emitted so far (for ``finish_reason="tool_calls"``)."""
         fam = self.family
-        self._hard_tools = [(m.start, m) for m in fam.tools if not m.is_soft]
-        self._soft_tools = [(m.start, m) for m in fam.tools if m.soft and not m.leading]
-        self._leading_tools = [(m.start, m) for m in fam.tools if m.leading]
+        markers = [m for m in fam.tools if self.tools or not m.only_with_tools]
+        self._hard_tools = [(m.start, m) for m in markers if not m.is_soft]
+        self._soft_tools = [(m.start, m) for m in markers if m.soft and not m.leading]
+        self._leading_tools = [(m.start, m) for m in markers if m.leading]
         self._soft_from: str | None = None  # the mode a soft marker interrupted
         self._edge_cache: dict[tuple, tuple[list, list]] = {}
         self._end_used = ""
         self._after_call = False  # the last thing read was a call (for call_gap_is_markup)
         self._think_is_text = False  # inside a think block written after the reply spoke
-        self._gap_markers = [(m.start, _AfterCall(m)) for m in fam.tools if not m.leading] + [
-            (m.end, "drop") for m in fam.tools if not m.is_soft and m.end
-        ] + [(separator, "drop") for separator in fam.call_separators]
-        self._gap = ""  # whitespace a call right after a call took, given back if it is none
+        # Right after a call: another call (any of its markers, a leading one too), the call's
+        # own closing marker, or a separator the next call would make markup.
+        self._gap_markers = [(m.start, _AfterCall(m)) for m in markers] + [
+            (m.end, "drop") for m in markers if not m.is_soft and m.end
+        ] + [(separator, "separator") for separator in fam.call_separators]
+        self._gap = ""  # what came between a call and what follows: dropped if that is a call
         self._max_marker = max(
-            [len(m.start) for m in fam.tools] + [len(s) for s in fam.think or ()]
+            [len(m.start) for m in markers] + [len(s) for s in fam.think or ()]
             + [len(fam.reasoning_prefix or ""), len(fam.content_channel or "")]
         )
 
@@ -140,8 +145,8 @@ class StreamFilter:
         """Text received but not emitted yet: a possible marker, an open call, undecided text."""
         held = "".join(self._pending) + self._tail
         if self.mode == TOOL:
-            return self._marker.start + "".join(self._body) + held
-        return held
+            return self._gap + self._marker.start + "".join(self._body) + held
+        return self._gap + held
 
     def feed(self, delta: str) -> list[Event]:
         """Consume the next piece of decoded text; return the events it completes."""
@@ -195,6 +200,9 @@ class StreamFilter:
         if self.mode != TOOL:
             # A marker prefix that never completed is plain text; undecided text is content.
             self._release(CONTENT if self.mode == UNDECIDED else self.mode, self._tail)
+            if self._gap:  # a separator after the last call, with nothing after it
+                gap, self._gap = self._gap, ""
+                self._emit(self.mode, gap)
         self._tail = ""
         return self._take()
 
@@ -218,8 +226,11 @@ class StreamFilter:
             self._tail = buf[start:]
             return False
         self._tail = buf[end:]
+        if action == "separator":  # text after all, unless a call follows
+            self._gap += buf[start:end]
+            return True
         if isinstance(action, _AfterCall):
-            self._gap = buf[start:end - len(action.marker.start)]  # returned if it is no call
+            self._gap += buf[start:end - len(action.marker.start)]  # returned if it is no call
         if action in ("open_text_think", "close_text_think"):
             self._emit(self.mode, buf[:end])  # the marker is text of the current mode
             self._think_is_text = action == "open_text_think"
@@ -362,8 +373,7 @@ class StreamFilter:
         """A soft marker's text was not a call: it is text of the mode it interrupted."""
         self.mode = self._soft_from or CONTENT
         self._soft_from, self._marker, self._body, self._scanner = None, None, [], None
-        self._emit(self.mode, self._gap + raw)
-        self._gap = ""
+        self._emit(self.mode, raw)
 
     def _close_call(self, unclosed: bool = False) -> None:
         marker, body = self._marker, "".join(self._body)
@@ -395,6 +405,7 @@ class StreamFilter:
                 self._problem(call.text or raw, f"The tool call did not parse: {call.message}")
             else:
                 self.tool_calls += 1
+                self._flush_run()
                 self._out.append(Event("tool_call", raw, name=call["name"],
                                        arguments=call["arguments"], id=call.get("id")))
 
@@ -403,12 +414,24 @@ class StreamFilter:
     def _emit(self, kind: str, text: str) -> None:
         if not text:
             return
+        if self._gap:  # what followed the last call was no call: the gap was text
+            text, self._gap = self._gap + text, ""
         if not self._mode_has_text and not text.isspace():
             self._mode_has_text = True
             self._spoke = True
         if kind == UNDECIDED:
             self._pending.append(text)
             return
+        if kind != self._run_kind:
+            self._flush_run()
+            self._run_kind = kind
+        self._run.append(text)
+
+    def _flush_run(self) -> None:
+        """Join the text emitted since the last event into ``_out`` (once, not per piece)."""
+        if not self._run:
+            return
+        text, kind, self._run = "".join(self._run), self._run_kind, []
         out = self._out
         if out and out[-1].kind == kind:
             out[-1] = Event(kind, out[-1].text + text)
@@ -422,9 +445,11 @@ class StreamFilter:
 
     def _problem(self, raw: str, message: str) -> None:
         self._spoke = True
+        self._flush_run()
         self._out.append(Event("problem", raw, message=message))
 
     def _take(self) -> list[Event]:
+        self._flush_run()
         out, self._out = self._out, []
         return out
 
@@ -521,6 +546,9 @@ def _partial_suffix(buf: str, marker: str) -> int:
     return 0
 
 
+_PIECE = 4096
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedOutput:
     """A whole reply, split: what the streaming filter emits, concatenated by kind."""
@@ -544,7 +572,10 @@ def parse_output(
 ) -> ParsedOutput:
     """Split a whole reply: the buffered oracle every streaming chunking must equal."""
     f = StreamFilter(family, tools=tools, starts_in_reasoning=starts_in_reasoning)
-    events = merge_events(f.feed(text) + f.finish())
+    # Fed in pieces, which the filter's contract makes the same as one feed: a feed rescans
+    # its own text once per marker it holds, so one huge feed would cost quadratic time.
+    pieces = [f.feed(text[i:i + _PIECE]) for i in range(0, len(text), _PIECE)]
+    events = merge_events([e for piece in pieces for e in piece] + f.finish())
     return ParsedOutput(
         reasoning="".join(e.text for e in events if e.kind == REASONING),
         content="".join(e.text for e in events if e.kind == CONTENT),

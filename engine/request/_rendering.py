@@ -100,8 +100,9 @@ def _chat_text(request: GenerationRequest, tokenizer, model_type: str) -> str:
 
 def _one_call_per_turn(messages: list[dict]) -> list[dict]:
     """``messages`` with each assistant turn of several tool calls written as consecutive
-    turns of one call, each followed by its result (found by ``tool_call_id``, else by
-    order), or ``messages`` itself when no turn has several."""
+    turns of one call, each followed by its result, or ``messages`` itself when no turn has
+    several. A result goes with the call its ``tool_call_id`` names; the rest pair with the
+    calls left in order, and a result no call takes follows the last of them."""
     if not any(len(m.get("tool_calls") or ()) > 1 for m in messages):
         return messages
     out: list[dict] = []
@@ -116,16 +117,26 @@ def _one_call_per_turn(messages: list[dict]) -> list[dict]:
         while i < len(messages) and messages[i]["role"] == "tool":
             results.append(messages[i])
             i += 1
-        by_id = {r.get("tool_call_id"): r for r in results if r.get("tool_call_id")}
-        for k, call in enumerate(calls):
-            out.append({**message, "content": message.get("content") if k == 0 else "",
-                        "tool_calls": [call]})
-            result = by_id.get(call.get("id")) if isinstance(call, dict) else None
-            if result is None and not by_id and k < len(results):
-                result = results[k]
+        paired: list[dict | None] = []
+        for call in calls:  # by id first, each result used once
+            call_id = call.get("id") if isinstance(call, dict) else None
+            match = next((r for r in results if call_id and r.get("tool_call_id") == call_id),
+                         None)
+            if match is not None:
+                results.remove(match)
+            paired.append(match)
+        for k, result in enumerate(paired):  # then the results left, in order
+            if result is None and results:
+                paired[k] = results.pop(0)
+        reasoning = {key: "" for key in ("reasoning", "reasoning_content") if key in message}
+        for k, (call, result) in enumerate(zip(calls, paired)):
+            turn = {**message, "tool_calls": [call]}
+            if k:  # the turn's text and thought once, with its first call
+                turn.update(content="", **reasoning)
+            out.append(turn)
             if result is not None:
                 out.append(result)
-        out += [r for r in results if not any(r is m for m in out)]  # unpaired: after the calls
+        out += results
     return out
 
 

@@ -311,3 +311,7 @@ def test_parallel_calls_render_for_a_template_of_one_call_per_turn(tiny_reasoner
             turn.format("ipython", '"21 C"'),
         ])
         assert expected in text
+        # Results whose ids name no call pair with the calls in order, each used once.
+        body["messages"][2:] = [{"role": "tool", "tool_call_id": "x1", "content": "18 C"},
+                                {"role": "tool", "tool_call_id": "b", "content": "21 C"}]
+        assert expected in engine.inspect(body).prompt_text

@@ -231,3 +231,11 @@ def test_call_markers_come_from_the_family_parser_module(family):
                                           ("deepseekv31", "deepseek_v3"), ("glm47", "glm47")])
 def test_other_servers_names_select_the_same_family(name, family):
     assert StreamFilter(name).family is FAMILIES[family]
+
+
+def test_bracketed_prose_at_the_start_is_not_withheld():
+    # An apostrophe would keep a "[" open to the reply's end: the list is judged at its start.
+    f = StreamFilter("llama3_json")
+    assert f.feed("[Editor's note] It is") == [Event("content", "[Editor's note] It is")]
+    f = StreamFilter("pythonic", starts_in_reasoning=False)
+    assert f.feed("[1] See") == [Event("content", "[1] See")]

@@ -651,3 +651,38 @@ CASES += [
      '{"name": "get_weather", "parameters": "{\\"city\\": \\"Paris\\"}"}', {},
      expect(tool_calls=[_L_PARIS])),
 ]
+
+_L_TIME = '{"name": "get_time", "parameters": {}}'
+_L_BOTH = _L_TOOLS + [{"type": "function", "function": {"name": "get_time", "parameters": {}}}]
+_L_DEFINITION = ('{"type": "function", "function": {"name": "get_weather", "description": "Weather.", '
+                 '"parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}')
+CASES += [
+    # Review: the prompt lists each tool's definition as JSON; a model repeating one defines,
+    # it does not call. Without tools offered, only a reply that starts with an object calls.
+    ("llama3_tool_definition_is_no_call", "llama3_json", f"I can use:\n{_L_DEFINITION}",
+     {"tools": _L_TOOLS}, expect(content=f"I can use:\n{_L_DEFINITION}")),
+    ("llama3_json_mid_reply_without_tools_is_text", "llama3_json",
+     'Config:\n```json\n{"name": "my-app", "arguments": {"debug": true}}\n```', {},
+     expect(content='Config:\n```json\n{"name": "my-app", "arguments": {"debug": true}}\n```')),
+    ("llama3_separator_before_prose_is_text", "llama3_json",
+     f"Calling {_L}; the result follows.", {"tools": _L_TOOLS},
+     expect(content="Calling ; the result follows.", tool_calls=[_L_PARIS])),
+    ("llama3_comma_before_an_object_that_is_no_call_is_text", "llama3_json", f'{_L},{{"a": 1}}',
+     {}, expect(content=',{"a": 1}', tool_calls=[_L_PARIS])),
+    ("llama3_separators_between_calls_are_markup", "llama3_json", f"{_L} ;\n {_L_TIME}; ",
+     {"tools": _L_BOTH}, expect(content="; ", tool_calls=[_L_PARIS, ("get_time", {})])),
+    ("llama3_bracketed_prose_first_then_a_call", "llama3_json",
+     f"[Editor's note] Here: {_L}", {"tools": _L_TOOLS},
+     expect(content="[Editor's note] Here: ", tool_calls=[_L_PARIS])),
+    ("llama3_json_list_of_calls", "llama3_json", f"[{_L}, {_L_TIME}]", {},
+     expect(tool_calls=[_L_PARIS, ("get_time", {})])),
+    ("llama3_function_tag_form", "llama3_json",
+     'Sure.<function=get_weather>{"city": "Paris"}</function>', {"tools": _L_TOOLS},
+     expect(content="Sure.", tool_calls=[_L_PARIS])),
+    ("pythonic_bracketed_prose_is_text", "pythonic", "[1] See the footnote.", {},
+     expect(content="[1] See the footnote.")),
+    # Gemma 4: whitespace between a call and a bare call after it is markup too.
+    ("gemma4_newline_before_a_bare_call_is_markup", "gemma4",
+     "<|tool_call>call:f{a:1}<tool_call|>\ncall:g{b:2}", {},
+     expect(tool_calls=[("f", {"a": 1}), ("g", {"b": 2})])),
+]
