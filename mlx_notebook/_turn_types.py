@@ -123,7 +123,12 @@ class ToolCallRecord(_FieldMapping):
             return self.result
         try:
             return json.dumps(self.result, default=_as_json)
-        except (TypeError, ValueError, RecursionError):
+        except TypeError:  # a key json cannot write (a date): keys as text, then once more
+            try:
+                return json.dumps(_text_keys(self.result), default=_as_json)
+            except Exception:  # noqa: BLE001
+                return repr(self.result)
+        except Exception:  # noqa: BLE001 -- no JSON form, or one that fails when asked
             return repr(self.result)
 
 
@@ -142,10 +147,32 @@ def _as_json(value: Any) -> Any:
     if isinstance(value, (uuid.UUID, pathlib.PurePath, decimal.Decimal)):
         return str(value)
     if isinstance(value, (set, frozenset)):
-        return list(value)
+        try:  # in order: a set's own order changes from run to run
+            return sorted(value)
+        except TypeError:
+            return sorted(value, key=repr)
     if type(value).__module__ == "numpy" and callable(getattr(value, "tolist", None)):
+        dtype = getattr(value, "dtype", None)
+        if getattr(dtype, "kind", "") in ("M", "m"):  # datetime64, timedelta64: ISO text
+            return value.astype(str).tolist()
+        if getattr(dtype, "names", None):  # a structured array: its fields by name
+            rows = value.tolist()
+            return ([dict(zip(dtype.names, row)) for row in rows] if isinstance(rows, list)
+                    else dict(zip(dtype.names, rows)))
         return value.tolist()
     raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+def _text_keys(value: Any, depth: int = 0) -> Any:
+    """``value`` with every dict key JSON cannot write (a date, an Enum) as its JSON text."""
+    if depth > 100:
+        return value
+    if isinstance(value, dict):
+        return {key if isinstance(key, (str, int, float, bool)) or key is None
+                else str(_as_json(key)): _text_keys(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_text_keys(item, depth + 1) for item in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)

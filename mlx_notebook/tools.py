@@ -8,7 +8,9 @@ used because it rejects functions without a docstring or a hint on every paramet
 notebook user's quick function should still work. ``Annotated[int, "text"]`` describes a
 parameter too. What that converter has no form for is written here (``_schema``): records
 (dataclasses, TypedDicts, NamedTuples, pydantic models) as objects of their fields, dates,
-times and UUIDs as formatted strings, paths as strings, ``Decimal`` as a number.
+times and UUIDs as formatted strings, paths as strings, ``Decimal`` as a number. A parameter
+declared with pydantic's ``Field(...)`` (as its default or in ``Annotated``) shows its limits
+(``gt=10`` is ``exclusiveMinimum``) and pydantic checks the value the model sends.
 
 A call gets its arguments as the hints ask for them (``_coerced``): an Enum's member for the
 value the model wrote, ``"3"`` as 3 for an ``int``, a list sent as JSON text decoded, a record
@@ -39,6 +41,11 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from IPython.core.error import StdinNotImplementedError
+
+try:  # (knows typing_extensions' TypedDict too, which pydantic asks for before Python 3.12)
+    from typing_extensions import is_typeddict
+except ImportError:  # pragma: no cover -- typing_extensions comes with IPython
+    from typing import is_typeddict
 
 from ._upstream import UnsupportedHint, google_docstring, json_schema_of_hint
 
@@ -107,28 +114,32 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
     )
 
 
-_NUMPY_SECTION = re.compile(r"^[ \t]*[A-Z][A-Za-z ]*\n[ \t]*-{3,}[ \t]*$", re.MULTILINE)
+_NUMPY_SECTION = re.compile(
+    r"^[ \t]*(Parameters|Other Parameters|Returns|Yields|Receives|Raises|Warns|Warnings|"
+    r"See Also|Notes|References|Examples|Attributes|Methods)[ \t]*\n[ \t]*-{3,}[ \t]*$",
+    re.MULTILINE)
 """A NumPy docstring's section header (``Parameters`` over a dashed line)."""
-_NUMPY_ENTRY = re.compile(r"^(\*{0,2}\w+)\s*(?::.*)?$")
+_NUMPY_ENTRY = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$")
 
 
 def _numpy_params(doc: str) -> dict[str, str]:
-    """``{parameter: description}`` from a NumPy docstring's ``Parameters`` section."""
+    """``{parameter: description}`` from a NumPy docstring's ``Parameters`` sections."""
     headers = list(_NUMPY_SECTION.finditer(doc))
+    described: dict[str, list[str]] = {}
     for i, header in enumerate(headers):
-        if header.group().split("\n")[0].strip() not in ("Parameters", "Other Parameters"):
+        if header.group(1) not in ("Parameters", "Other Parameters"):
             continue
         end = headers[i + 1].start() if i + 1 < len(headers) else len(doc)
-        described: dict[str, list[str]] = {}
-        current = None
+        current: list[str] = []
         for line in doc[header.end():end].splitlines():
             if line.strip() and not line[:1].isspace() and (entry := _NUMPY_ENTRY.match(line)):
-                current = entry.group(1).lstrip("*")
-                described[current] = []
-            elif current is not None and line.strip():
-                described[current].append(line.strip())
-        return {name: " ".join(lines) for name, lines in described.items() if lines}
-    return {}
+                current = [name.strip().lstrip("*") for name in entry.group(1).split(",")]
+                for name in current:
+                    described[name] = []
+            elif line.strip():
+                for name in current:  # ("x, y : int" describes both)
+                    described[name].append(line.strip())
+    return {name: " ".join(lines) for name, lines in described.items() if lines}
 
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -203,12 +214,18 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
                     "str, int, float, bool, list, dict, Literal, an Enum, a dataclass, a "
                     "TypedDict or a pydantic model."
                 ) from None
+        field = _pydantic_field(parameter.default, annotated.get(parameter.name))
+        if field is not None:  # pydantic's Field(...): its limits, its description
+            schema.update(_limits(hints.get(parameter.name, Any), field))
         if parameter.name in param_docs:
             schema["description"] = param_docs[parameter.name]
         elif described := _annotated_description(annotated.get(parameter.name)):
             schema["description"] = described
+        elif field is not None and field.description:
+            schema["description"] = field.description
         properties[parameter.name] = schema
-        if parameter.default is parameter.empty:
+        if parameter.default is parameter.empty or (
+                field is not None and parameter.default is field and field.is_required()):
             required.append(parameter.name)
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
@@ -243,6 +260,37 @@ def _annotated_description(hint: Any) -> str | None:
     return None
 
 
+def _pydantic_field(default: Any, annotated: Any) -> Any:
+    """The pydantic ``Field(...)`` a parameter is declared with (as its default, or in its
+    ``Annotated`` hint), or None."""
+    if _is_field_info(default):
+        return default
+    if typing.get_origin(annotated) is typing.Annotated:
+        return next((extra for extra in annotated.__metadata__ if _is_field_info(extra)), None)
+    return None
+
+
+def _is_field_info(value: Any) -> bool:
+    kind = type(value)
+    return kind.__name__ == "FieldInfo" and kind.__module__.startswith("pydantic")
+
+
+_LIMITS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+           "minLength", "maxLength", "pattern", "minItems", "maxItems")
+
+
+def _limits(hint: Any, field: Any) -> dict:
+    """The JSON-schema limits a pydantic ``Field`` puts on a parameter (``gt=10`` is
+    ``exclusiveMinimum: 10``), as pydantic writes them."""
+    import pydantic  # (only where a tool uses pydantic's Field: pydantic is installed)
+
+    try:
+        written = pydantic.TypeAdapter(typing.Annotated[hint, field]).json_schema()
+    except Exception:  # noqa: BLE001 -- a hint pydantic cannot write: no limits to show
+        return {}
+    return {key: written[key] for key in _LIMITS if key in written}
+
+
 def _culprit(hint: Any) -> Any:
     """The part of ``hint`` with no JSON form (``Point`` in ``list[Point]``, or in a record's
     field)."""
@@ -273,30 +321,52 @@ class _Field:
     description: str | None = None
 
 
-def _record_fields(hint: type) -> list[_Field] | None:
+@functools.lru_cache(maxsize=512)  # (read once per type: a call may nest one 300 levels)
+def _record_fields(hint: type) -> tuple[_Field, ...] | None:
     """The fields of a record type (a dataclass, TypedDict, NamedTuple or pydantic model), or
-    None for any other type."""
+    None for any other type (a class that only looks like one included)."""
+    try:
+        return _fields_of(hint)
+    except (AttributeError, TypeError):  # a look-alike: "_fields" or "model_fields" of its own
+        return None
+
+
+def _fields_of(hint: type) -> tuple[_Field, ...] | None:
     if dataclasses.is_dataclass(hint):
         hints, extras = _field_hints(hint)
-        missing = dataclasses.MISSING
-        return [_Field(f.name, hints.get(f.name, Any),
-                       f.default is missing and f.default_factory is missing,
-                       f.metadata.get("description") or _annotated_description(extras.get(f.name)))
-                for f in dataclasses.fields(hint) if f.init]
-    if typing.is_typeddict(hint):
+        missing, fields = dataclasses.MISSING, []
+        for f in hint.__dataclass_fields__.values():  # InitVars too: __init__ takes them
+            field_hint = hints.get(f.name, Any)
+            if not f.init or typing.get_origin(field_hint) is typing.ClassVar:
+                continue
+            if isinstance(field_hint, dataclasses.InitVar):
+                field_hint = field_hint.type
+            fields.append(_Field(
+                f.name, field_hint, f.default is missing and f.default_factory is missing,
+                f.metadata.get("description") or _annotated_description(extras.get(f.name))))
+        return tuple(fields)
+    if is_typeddict(hint):
         hints, extras = _field_hints(hint)
-        return [_Field(name, _unrequired(field_hint), _required(hint, name, extras.get(name)),
-                       _annotated_description(extras.get(name)))
-                for name, field_hint in hints.items()]
+        return tuple(_Field(name, _unrequired(field_hint), _required(hint, name, extras.get(name)),
+                            _annotated_description(extras.get(name)))
+                     for name, field_hint in hints.items())
     if issubclass(hint, tuple) and hasattr(hint, "_fields"):  # a NamedTuple
         hints, extras = _field_hints(hint)
-        return [_Field(name, hints.get(name, Any), name not in hint._field_defaults,
-                       _annotated_description(extras.get(name))) for name in hint._fields]
+        defaults = getattr(hint, "_field_defaults", {})
+        return tuple(_Field(name, hints.get(name, Any), name not in defaults,
+                            _annotated_description(extras.get(name))) for name in hint._fields)
     model_fields = getattr(hint, "model_fields", None)
-    if isinstance(model_fields, dict) and hasattr(hint, "model_validate"):  # pydantic v2
-        return [_Field(name, info.annotation, info.is_required(), info.description)
-                for name, info in model_fields.items()]
+    if (isinstance(model_fields, dict) and hasattr(hint, "model_validate")
+            and not _is_root_model(hint)):  # pydantic v2: fields by the names it validates
+        return tuple(_Field(info.alias if isinstance(info.alias, str) else name,
+                            info.annotation, info.is_required(), info.description)
+                     for name, info in model_fields.items())
     return None
+
+
+def _is_root_model(hint: Any) -> bool:
+    """A pydantic ``RootModel``: one value of its ``root`` type, not an object of fields."""
+    return isinstance(hint, type) and bool(getattr(hint, "__pydantic_root_model__", False))
 
 
 def _field_hints(record: type) -> tuple[dict, dict]:
@@ -304,6 +374,8 @@ def _field_hints(record: type) -> tuple[dict, dict]:
     try:
         return (typing.get_type_hints(record),
                 typing.get_type_hints(record, include_extras=True))
+    except RecursionError:
+        raise
     except Exception as exc:  # noqa: BLE001 -- a hint naming what is not defined, or not Python
         raise UnsupportedHint(f"the field types of {record.__name__} cannot be read ({exc})") from None
 
@@ -342,6 +414,8 @@ def _schema(hint: Any, enclosing: tuple[type, ...] = ()) -> dict:
     if isinstance(hint, type):
         if hint in enclosing:
             return {"type": "object"}
+        if _is_root_model(hint):
+            return _schema(hint.model_fields["root"].annotation, (*enclosing, hint))
         if (fields := _record_fields(hint)) is not None:
             properties = {}
             for field in fields:
@@ -361,7 +435,8 @@ def _schema(hint: Any, enclosing: tuple[type, ...] = ()) -> dict:
         if len(options) == 1:
             out = dict(options[0])
         elif all(o.keys() == {"type"} and isinstance(o["type"], str) for o in options):
-            out = {"type": sorted({o["type"] for o in options})}
+            kinds = sorted({o["type"] for o in options})
+            out = {"type": kinds[0] if len(kinds) == 1 else kinds}
         else:
             out = {"anyOf": options}
         if type(None) in args:
@@ -380,8 +455,8 @@ def _ours(hint: Any) -> bool:
     """Whether ``hint`` is, or holds, a type transformers' converter has no form for and
     ``_schema`` has."""
     if isinstance(hint, type):
-        return (_record_fields(hint) is not None or issubclass(hint, _TEXT_TYPES)
-                or issubclass(hint, decimal.Decimal))
+        return (_record_fields(hint) is not None or _is_root_model(hint)
+                or issubclass(hint, _TEXT_TYPES) or issubclass(hint, decimal.Decimal))
     return typing.get_origin(hint) is not typing.Literal and any(
         _ours(arg) for arg in typing.get_args(hint))
 
@@ -475,15 +550,21 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
             p.kind is p.VAR_KEYWORD for p in signature.parameters.values())):
         return None, f"bad arguments for {name}: unexpected argument '{unexpected[0]}'"
     try:
-        keywords = _coerced(function, dict(arguments))
+        keywords = _coerced(function, dict(arguments), signature)
         positional = []
         for parameter in signature.parameters.values():  # sent by name, passed by position
             if parameter.kind is not parameter.POSITIONAL_ONLY or parameter.name not in keywords:
                 break
             positional.append(keywords.pop(parameter.name))
         signature.bind(*positional, **keywords)
-    except (TypeError, ValueError, RecursionError) as exc:
+    except KeyboardInterrupt:
+        raise
+    except RecursionError:
+        return None, f"bad arguments for {name}: nested deeper than the tool's types can be read"
+    except (TypeError, ValueError) as exc:
         return None, _escaped(f"bad arguments for {name}: {_said(exc)}")
+    except BaseException as exc:  # noqa: BLE001 -- a record's own check: a __post_init__, a validator
+        return None, _escaped(f"bad arguments for {name}: {_failure(exc)}")
     try:
         result = function(*positional, **keywords)
         if inspect.isawaitable(result):  # an ``async def`` tool
@@ -517,17 +598,41 @@ def _said(exc: BaseException) -> str:
         return f"(its message could not be read: {type(exc).__name__}.__str__ failed)"
 
 
-def _coerced(function: Callable[..., Any], arguments: dict) -> dict:
+def _coerced(function: Callable[..., Any], arguments: dict,
+             signature: inspect.Signature) -> dict:
     """The model's JSON arguments as the function's hints ask for them: an Enum's member for
     its value, ``"false"`` as a bool, numbers written as text as numbers, a list or object
     sent as JSON text decoded. An Enum or Literal value outside its choices raises ValueError
-    (the model reads it and may retry); anything else is passed as it came."""
+    (the model reads it and may retry); anything else is passed as it came. A ``null`` for a
+    parameter whose default is None is that default, whatever its hint."""
     try:
         hints = typing.get_type_hints(_described(function))
     except Exception:  # noqa: BLE001 -- make_tool said what it could; call with what came
         return arguments
-    return {key: _coerce(value, hints[key], key) if key in hints else value
-            for key, value in arguments.items()}
+    defaults = {p.name: p.default for p in signature.parameters.values()}
+    coerced = {key: _coerce(value, hints[key], key)
+               if key in hints and not (value is None and defaults.get(key, ...) is None)
+               else value for key, value in arguments.items()}
+    try:
+        annotated = typing.get_type_hints(_described(function), include_extras=True)
+    except Exception:  # noqa: BLE001 -- read above already
+        annotated = {}
+    for name, default in defaults.items():  # pydantic's Field(...): checked by pydantic
+        if (field := _pydantic_field(default, annotated.get(name))) is None:
+            continue
+        if name in coerced:
+            coerced[name] = _validated(_adapter(hints.get(name, Any), field), coerced[name], name)
+        elif default is field:  # the default is a FieldInfo, not a value to pass
+            if field.is_required():
+                raise TypeError(f"missing a required argument: '{name}'")
+            coerced[name] = field.get_default(call_default_factory=True)
+    return coerced
+
+
+def _adapter(hint: Any, field: Any) -> Any:
+    import pydantic
+
+    return pydantic.TypeAdapter(typing.Annotated[hint, field])
 
 
 _INTEGER = re.compile(r"[-+]?\d+")
@@ -574,8 +679,10 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         raise ValueError(f"'{key}' must be one of "
                          f"{', '.join(json.dumps(m.value, default=str) for m in hint)}, got "
                          f"{json.dumps(value, default=str)}")
-    if isinstance(hint, type) and (typing.is_typeddict(hint) or not issubclass(
+    if isinstance(hint, type) and (is_typeddict(hint) or not issubclass(
             hint, (str, int, float, list, dict))):
+        if _is_root_model(hint):
+            return _validated(hint, value, key)
         if (fields := _record_fields(hint)) is not None:
             return _record(value, hint, fields, key)
         if issubclass(hint, (*_TEXT_TYPES, decimal.Decimal)):
@@ -601,6 +708,11 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         return int(value)
     if origin is list and args and isinstance(value, list):
         return [_coerce(item, args[0], key) for item in value]
+    if origin is tuple and args and isinstance(value, list):
+        if len(args) == 2 and args[1] is ...:
+            return tuple(_coerce(item, args[0], key) for item in value)
+        if len(args) == len(value):
+            return tuple(_coerce(item, arg, key) for item, arg in zip(value, args))
     if origin is dict and len(args) == 2 and isinstance(value, dict):
         return {k: _coerce(item, args[1], key) for k, item in value.items()}
     return value
@@ -609,7 +721,7 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
 def _record(value: Any, hint: type, fields: list[_Field], key: str) -> Any:
     """The record ``hint`` built from the object the model wrote (or from its JSON text, or
     a NamedTuple from a list); ValueError naming the field when it does not fit."""
-    if not typing.is_typeddict(hint) and isinstance(value, hint):
+    if not is_typeddict(hint) and isinstance(value, hint):
         return value
     if isinstance(value, str) and value.strip()[:1] == "{":
         try:
@@ -623,26 +735,34 @@ def _record(value: Any, hint: type, fields: list[_Field], key: str) -> Any:
         raise ValueError(f"'{key}' must be an object with the fields {', '.join(names)}, got "
                          f"{json.dumps(value, default=str)}")
     if hasattr(hint, "model_validate"):  # pydantic checks and converts its own fields
-        try:
-            return hint.model_validate(value)
-        except ValueError as error:  # pydantic's ValidationError: each field that failed
-            problems = [f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}"
-                        for e in getattr(error, "errors", lambda: [])()] or [_said(error)]
-            raise ValueError(f"'{key}' does not fit {hint.__name__}: "
-                             f"{'; '.join(problems)}") from None
+        return _validated(hint, value, key)
     if unknown := [name for name in value if name not in names]:
         raise ValueError(f"'{key}' has no field '{unknown[0]}' (its fields: {', '.join(names)})")
     if missing := [f.name for f in fields if f.required and f.name not in value]:
         raise ValueError(f"'{key}' is missing its field '{missing[0]}'")
     hints = {field.name: field.hint for field in fields}
     built = {name: _coerce(item, hints[name], f"{key}.{name}") for name, item in value.items()}
-    if typing.is_typeddict(hint):
+    if is_typeddict(hint):
         return built
     try:
         return hint(**built)
     except Exception as error:  # noqa: BLE001 -- a __post_init__'s own check: the model reads it
         raise ValueError(f"'{key}' could not be made a {hint.__name__}: "
                          f"{type(error).__name__}: {_said(error)}") from None
+
+
+def _validated(model: Any, value: Any, key: str) -> Any:
+    """What pydantic (a model, or a ``TypeAdapter``) makes of the value the model wrote;
+    ValueError naming each part that failed."""
+    try:
+        if hasattr(model, "model_validate"):
+            return model.model_validate(value)
+        return model.validate_python(value)
+    except ValueError as error:  # pydantic's ValidationError
+        problems = [": ".join(filter(None, (".".join(map(str, e.get("loc", ()))), e.get("msg"))))
+                    for e in getattr(error, "errors", lambda: [])()] or [_said(error)]
+        fits = f" does not fit {model.__name__}" if isinstance(model, type) else ""
+        raise ValueError(f"'{key}'{fits}: {'; '.join(problems)}") from None
 
 
 def _from_text(value: Any, hint: type, key: str) -> Any:
@@ -652,8 +772,10 @@ def _from_text(value: Any, hint: type, key: str) -> Any:
     try:
         if issubclass(hint, decimal.Decimal) and isinstance(value, (int, float, str)) and not (
                 isinstance(value, bool)):
-            return hint(str(value).strip())
-        if isinstance(value, str):
+            number = hint(str(value).strip())
+            if number.is_finite():  # (the schema says number: no NaN or Infinity)
+                return number
+        elif isinstance(value, str):
             if issubclass(hint, (datetime.date, datetime.time)):
                 # ("Z" for UTC: fromisoformat reads it from Python 3.11 only)
                 return hint.fromisoformat(re.sub(r"[zZ]$", "+00:00", value.strip()))
@@ -681,7 +803,7 @@ def _fits(value: Any, hint: Any) -> bool:
     origin = typing.get_origin(hint) or hint
     if hint is Any:
         return True
-    if typing.is_typeddict(hint):
+    if is_typeddict(hint):
         return False  # (no isinstance for a TypedDict: its items are checked when coerced)
     if origin is typing.Literal:
         return any(_same(value, choice) for choice in typing.get_args(hint))

@@ -15,6 +15,7 @@ from typing import Annotated, Literal, NamedTuple, NotRequired, Optional, TypedD
 
 import pydantic
 import pytest
+import typing_extensions
 
 import mlx_notebook
 import mlx_notebook.tools as tools_module
@@ -634,3 +635,140 @@ def test_a_partials_setting_and_a_value_no_union_member_takes_are_refused():
     assert call_tool([tool], "weather_f", {"city": "Oslo", "mode": "slow"}) == (
         None, "bad arguments for weather_f: 'mode' must be one of \"fast\", \"exact\", got \"slow\"")
     assert call_tool([tool], "weather_f", {"city": "Oslo", "mode": "3"}) == (("Oslo", "F", 3), None)
+
+
+@dataclasses.dataclass
+class Quit:
+    x: int
+
+    def __post_init__(self):
+        raise SystemExit(2)
+
+
+@dataclasses.dataclass
+class Chain:
+    v: int = 0
+    child: Optional[Chain] = None
+
+
+@dataclasses.dataclass
+class Scaled:
+    a: int
+    scale: dataclasses.InitVar[int]
+
+    def __post_init__(self, scale):
+        self.a *= scale
+
+
+class LegacyBox(typing_extensions.TypedDict):  # what pydantic asks for before Python 3.12
+    w: int
+
+
+class Named(pydantic.BaseModel):
+    user_name: str = pydantic.Field(alias="userName")
+
+
+class Ids(pydantic.RootModel[list[int]]):
+    pass
+
+
+def odd_records(q: Quit | None = None, chain: Chain | None = None, scaled: Scaled | None = None,
+                box: LegacyBox | None = None, named: Named | None = None, ids: Ids | None = None,
+                pair: tuple[Stop, int] | None = None, amount: decimal.Decimal | None = None):
+    """Odd records."""
+    return dict(chain=chain, scaled=scaled, box=box, named=named, ids=ids, pair=pair)
+
+
+def test_odd_records_are_described_built_or_refused_and_a_call_never_raises():
+    tool = make_tool(odd_records)
+    properties = tool.parameters["properties"]
+    assert properties["scaled"]["properties"] == {"a": {"type": "integer"},
+                                                  "scale": {"type": "integer"}}
+    assert properties["box"]["properties"] == {"w": {"type": "integer"}}
+    assert properties["named"]["properties"] == {"userName": {"type": "string"}}
+    assert properties["ids"] == {"type": "array", "items": {"type": "integer"}, "nullable": True}
+
+    def call(**arguments):
+        return call_tool([tool], "odd_records", arguments)
+
+    deep = {"v": 0}
+    for level in range(1000):  # nested past what one resolution per level could read, then more
+        deep = {"v": level, "child": deep}
+        if level == 200:
+            assert call(chain=deep)[0]["chain"].child.child.v == 198
+    assert call(chain=deep) == (
+        None, "bad arguments for odd_records: nested deeper than the tool's types can be read")
+    result, error = call(scaled={"a": 2, "scale": 3}, box={"w": "4"}, named={"userName": "Ada"},
+                         ids=[1, 2], pair=[{"city": "Oslo"}, 2])
+    assert error is None
+    assert result["scaled"] == Scaled(6, 1) and result["box"] == {"w": 4}
+    assert result["named"].user_name == "Ada" and result["ids"].root == [1, 2]
+    assert result["pair"] == (Stop("Oslo"), 2)
+    assert call(q={"x": 1}) == (
+        None, "bad arguments for odd_records: SystemExit: the tool called sys.exit(2)")
+    assert call(amount="NaN")[1] == (
+        "bad arguments for odd_records: 'amount' must be a Decimal, got \"NaN\"")
+
+
+def test_a_pydantic_field_declares_limits_requirement_and_default():
+    """openai-agents' test_function_with_field_* cases."""
+    def pick(x: int = pydantic.Field(..., gt=10, le=100, description="How many"),
+             y: Annotated[int, pydantic.Field(ge=0)] = 1, z: str = pydantic.Field(default="hi")):
+        """Pick."""
+        return x, y, z
+
+    tool = make_tool(pick)
+    assert tool.parameters == {"type": "object", "properties": {
+        "x": {"type": "integer", "maximum": 100, "exclusiveMinimum": 10, "description": "How many"},
+        "y": {"type": "integer", "minimum": 0}, "z": {"type": "string"}}, "required": ["x"]}
+    assert call_tool([tool], "pick", {"x": "20"}) == ((20, 1, "hi"), None)
+    assert call_tool([tool], "pick", {"x": 5}) == (
+        None, "bad arguments for pick: 'x': Input should be greater than 10")
+    assert call_tool([tool], "pick", {}) == (
+        None, "bad arguments for pick: missing a required argument: 'x'")
+
+
+def test_numpy_sections_name_several_parameters_and_prose_headings_stay_description():
+    def add(x: int, y: int, scale: int = 1) -> int:
+        """Search
+        ------
+        Add the numbers.
+
+        Parameters
+        ----------
+        x, y : int
+            The numbers.
+
+        Other Parameters
+        ----------------
+        scale : int
+            Rarely used.
+        """
+
+    tool = make_tool(add)
+    assert tool.description.startswith("Search\n------\nAdd the numbers.")
+    assert [tool.parameters["properties"][n].get("description") for n in ("x", "y", "scale")] == [
+        "The numbers.", "The numbers.", "Rarely used."]
+
+
+def test_dates_as_keys_sets_and_numpy_dates_in_a_result_are_json():
+    import numpy as np
+
+    from mlx_notebook._turn_types import ToolCallRecord
+
+    def read(result):
+        return ToolCallRecord("call_1", "f", {}, result).message_content()
+
+    assert read({datetime.date(2026, 12, 3): {"b", "a"}}) == '{"2026-12-03": ["a", "b"]}'
+    assert read(np.datetime64("2026-12-03T10:00")) == '"2026-12-03T10:00"'
+    points = np.array([(1, 2.0)], dtype=[("a", "i4"), ("b", "f8")])
+    assert read(points) == '[{"a": 1, "b": 2.0}]'
+
+    class Proxy:
+        def __getattr__(self, name):
+            raise KeyError(name)
+
+        def __repr__(self):
+            return "Proxy()"
+
+    assert read(Proxy()) == "Proxy()"
