@@ -12,8 +12,8 @@ from __future__ import annotations
 from .parsers._brackets import BracketScanner
 from .parsers.llama3_json import CALL_KEYS
 
-__all__ = ["BareCallScanner", "CallListScanner", "JsonCallScanner", "JsonValueScanner",
-           "make_scanner"]
+__all__ = ["BareCallScanner", "CallListScanner", "FunctionTagScanner", "JsonCallScanner",
+           "JsonValueScanner", "make_scanner"]
 
 
 class JsonValueScanner:
@@ -128,42 +128,113 @@ class JsonCallScanner:
 
 class CallListScanner:
     """After a bare ``[`` (Llama's ``[get_weather(city='Paris')]``): the end of the list if it
-    starts like a list of calls (``name(`` or a JSON object), else a rejection at the first
-    character that shows it is prose, so ``[1]`` or ``[Editor's note]`` goes out at once
-    instead of waiting for a bracket an apostrophe keeps open. ``feed`` answers as
-    ``BareCallScanner``'s; ``[]`` closes at once.
+    starts like a list of calls (``name()``, ``name(keyword=`` or a JSON object), else a
+    rejection at the first character that shows it is prose, so ``[1]``, ``[Editor's note]``
+    or ``[Update (2024): it's done]`` goes out at once instead of waiting for a bracket an
+    apostrophe keeps open. ``feed`` answers as ``BareCallScanner``'s; ``[]`` closes at once.
     """
 
-    __slots__ = ("_name", "_spaced", "_value")
+    __slots__ = ("_state", "_value")
+
+    # States before the value scanner takes over: before the first name, in it, right after
+    # its "(", in the first keyword, after the keyword's whitespace.
+    _START, _NAME, _OPEN, _KEYWORD, _KEYWORD_END = range(5)
 
     def __init__(self) -> None:
-        self._name = ""  # the first call's name so far
-        self._spaced = False  # whitespace after the name
+        self._state = self._START
         self._value: JsonValueScanner | None = None
 
     def feed(self, text: str) -> int | None:
         offset = 0
         if self._value is None:
             for i, ch in enumerate(text):
-                if ch.isspace():
-                    self._spaced = bool(self._name)
-                    continue
-                if not self._name and ch == "]":
-                    return i + 1
-                if (not self._name and ch == "{") or (self._name and ch == "("):
-                    # Scanned from this bracket on, inside the list's own "[".
-                    self._value = JsonValueScanner(quotes='"' if ch == "{" else "\"'", depth=1)
-                    offset = i
-                    break
-                if (ch.isalpha() or ch == "_" or (self._name and (ch.isdigit() or ch == "."))) and (
-                        not self._spaced):
-                    self._name += ch
-                    continue
-                return -(i + 1)
+                state, word = self._state, ch.isalnum() or ch == "_"
+                if state == self._START:
+                    if ch.isspace():
+                        continue
+                    if ch == "]":
+                        return i + 1
+                    if ch == "{":  # a JSON list of call objects
+                        self._value = JsonValueScanner(quotes='"', depth=1)
+                        offset = i
+                        break
+                    if not (word and not ch.isdigit()):
+                        return -(i + 1)
+                    self._state = self._NAME
+                elif state == self._NAME:
+                    if ch == "(":
+                        self._state = self._OPEN
+                    elif not (word or ch == "."):
+                        return -(i + 1)
+                elif state == self._OPEN:
+                    if ch == ")" or (word and not ch.isdigit()):
+                        self._state = self._KEYWORD
+                        if ch == ")":  # "f()": the rest of the list as written
+                            self._value = JsonValueScanner(quotes="\"'", depth=1)
+                            offset = i + 1
+                            break
+                    elif not ch.isspace():
+                        return -(i + 1)
+                else:  # in a keyword or after it: "=" hands over to the value
+                    if ch == "=" and not text.startswith("==", i):
+                        self._value = JsonValueScanner(quotes="\"'", depth=1)
+                        offset = i + 1
+                        break
+                    if ch.isspace():
+                        self._state = self._KEYWORD_END
+                    elif not (word and state == self._KEYWORD):
+                        return -(i + 1)
             else:
                 return None
         n = self._value.feed(text[offset:])
         return None if n is None else offset + n
+
+
+class FunctionTagScanner:
+    """After ``<function=`` (Meta's custom-tool form, ``<function=name>{...}</function>``):
+    the end of ``</function>`` if a name, ``>``, one JSON object and the closing tag follow,
+    else a rejection at the first character that breaks that shape."""
+
+    __slots__ = ("_closing", "_named", "_state", "_value")
+
+    _CLOSE = "</function>"
+
+    def __init__(self) -> None:
+        self._state = "name"  # name -> object -> value -> closing
+        self._named = False
+        self._value: JsonValueScanner | None = None
+        self._closing = 0  # characters of the closing tag matched
+
+    def feed(self, text: str) -> int | None:
+        i = 0
+        while i < len(text):
+            ch = text[i]
+            if self._state == "name":
+                if ch == ">" and self._named:
+                    self._state = "object"
+                elif ch.isalnum() or ch in "_.-":
+                    self._named = True
+                else:
+                    return -(i + 1)
+            elif self._state == "object":
+                if ch == "{":
+                    self._state, self._value = "value", JsonValueScanner(quotes='"', depth=1)
+                elif not ch.isspace():
+                    return -(i + 1)
+            elif self._state == "value":
+                n = self._value.feed(text[i:])
+                if n is None:
+                    return None
+                self._state, i = "closing", i + n
+                continue
+            elif ch == self._CLOSE[self._closing]:
+                self._closing += 1
+                if self._closing == len(self._CLOSE):
+                    return i + 1
+            elif not (ch.isspace() and self._closing == 0):
+                return -(i + 1)
+            i += 1
+        return None
 
 
 class TaggedValueScanner:
@@ -205,4 +276,6 @@ def make_scanner(name: str | None):
         return TaggedValueScanner()
     if name == "call_list":
         return CallListScanner()
+    if name == "function_tag":
+        return FunctionTagScanner()
     raise ValueError(f"Unknown tool-call body scanner {name!r}.")

@@ -105,7 +105,8 @@ class Family:
     in content)."""
     call_separators: tuple[str, ...] = ()
     """What the model writes between two calls besides whitespace (Llama 3's ``;``): with
-    ``call_gap_is_markup``, dropped right after a call (so also after the last one)."""
+    ``call_gap_is_markup``, markup when another call or the reply's end follows it, and text
+    when anything else does."""
     reasoning_prefix: str | None = None
     """A label the model writes right after the opening marker (Gemma 4's ``thought\n``)."""
     content_channel: str | None = None
@@ -254,8 +255,8 @@ FAMILIES: dict[str, Family] = {
                            leading=True),
                 ToolMarker(llama3_json.json_start, "", scanner="json_call", keep=True, soft=True,
                            only_with_tools=True),
-                ToolMarker(llama3_json.function_start, llama3_json.function_end, keep=True,
-                           soft=True),
+                ToolMarker(llama3_json.function_start, "", scanner="function_tag", keep=True,
+                           soft=True, only_with_tools=True),
                 ToolMarker(pythonic.list_start, "", scanner="call_list", keep=True, leading=True),
             ),
             parser="llama3_json",

@@ -109,7 +109,8 @@ class StreamFilter:
         self._gap_markers = [(m.start, _AfterCall(m)) for m in markers] + [
             (m.end, "drop") for m in markers if not m.is_soft and m.end
         ] + [(separator, "separator") for separator in fam.call_separators]
-        self._gap = ""  # what came between a call and what follows: dropped if that is a call
+        self._gap: list[str] = []  # what came between a call and what follows: dropped if
+        # that is a call or the reply's end, text otherwise
         self._max_marker = max(
             [len(m.start) for m in markers] + [len(s) for s in fam.think or ()]
             + [len(fam.reasoning_prefix or ""), len(fam.content_channel or "")]
@@ -145,8 +146,8 @@ class StreamFilter:
         """Text received but not emitted yet: a possible marker, an open call, undecided text."""
         held = "".join(self._pending) + self._tail
         if self.mode == TOOL:
-            return self._gap + self._marker.start + "".join(self._body) + held
-        return self._gap + held
+            return "".join(self._gap) + self._marker.start + "".join(self._body) + held
+        return "".join(self._gap) + held
 
     def feed(self, delta: str) -> list[Event]:
         """Consume the next piece of decoded text; return the events it completes."""
@@ -182,6 +183,8 @@ class StreamFilter:
                 self._release(CONTENT, "")
             self._tail = ""
             self._transition("open_content")
+        if self.mode != TOOL and self._gap and not self._tail.strip():
+            self._gap = []  # a separator after the last call, with nothing after it
         while self.mode != TOOL and self._tail and self._step(final=True):
             pass
         if self.mode == TOOL:
@@ -200,9 +203,6 @@ class StreamFilter:
         if self.mode != TOOL:
             # A marker prefix that never completed is plain text; undecided text is content.
             self._release(CONTENT if self.mode == UNDECIDED else self.mode, self._tail)
-            if self._gap:  # a separator after the last call, with nothing after it
-                gap, self._gap = self._gap, ""
-                self._emit(self.mode, gap)
         self._tail = ""
         return self._take()
 
@@ -226,11 +226,11 @@ class StreamFilter:
             self._tail = buf[start:]
             return False
         self._tail = buf[end:]
-        if action == "separator":  # text after all, unless a call follows
-            self._gap += buf[start:end]
+        if action == "separator":  # text after all, unless a call or the end follows
+            self._gap.append(buf[start:end])
             return True
         if isinstance(action, _AfterCall):
-            self._gap += buf[start:end - len(action.marker.start)]  # returned if it is no call
+            self._gap.append(buf[start:end - len(action.marker.start)])  # back if it is no call
         if action in ("open_text_think", "close_text_think"):
             self._emit(self.mode, buf[:end])  # the marker is text of the current mode
             self._think_is_text = action == "open_text_think"
@@ -394,7 +394,7 @@ class StreamFilter:
                 self._release(CONTENT, "")  # a call settles it: what came before was content
             self._opened()
         self.mode, self._marker, self._body, self._scanner = CONTENT, None, [], None
-        self._soft_from, self._gap = None, ""
+        self._soft_from, self._gap = None, []
         self._mode_has_text = False
         self._after_call = True
         if calls is None:
@@ -415,7 +415,7 @@ class StreamFilter:
         if not text:
             return
         if self._gap:  # what followed the last call was no call: the gap was text
-            text, self._gap = self._gap + text, ""
+            text, self._gap = "".join(self._gap) + text, []
         if not self._mode_has_text and not text.isspace():
             self._mode_has_text = True
             self._spoke = True

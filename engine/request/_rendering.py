@@ -101,10 +101,12 @@ def _chat_text(request: GenerationRequest, tokenizer, model_type: str) -> str:
 def _one_call_per_turn(messages: list[dict]) -> list[dict]:
     """``messages`` with each assistant turn of several tool calls written as consecutive
     turns of one call, each followed by its result, or ``messages`` itself when no turn has
-    several. A result goes with the call its ``tool_call_id`` names; the rest pair with the
-    calls left in order, and a result no call takes follows the last of them."""
+    several. A result goes with the call its ``tool_call_id`` names; those naming no call pair
+    with the calls left in order, and a result no call takes follows the last of them."""
     if not any(len(m.get("tool_calls") or ()) > 1 for m in messages):
         return messages
+    known = {call.get("id") for m in messages for call in m.get("tool_calls") or ()
+             if isinstance(call, dict) and call.get("id")}
     out: list[dict] = []
     i = 0
     while i < len(messages):
@@ -125,9 +127,11 @@ def _one_call_per_turn(messages: list[dict]) -> list[dict]:
             if match is not None:
                 results.remove(match)
             paired.append(match)
-        for k, result in enumerate(paired):  # then the results left, in order
-            if result is None and results:
-                paired[k] = results.pop(0)
+        strays = [r for r in results if r.get("tool_call_id") not in known]
+        for k, result in enumerate(paired):  # then results naming no call, in order
+            if result is None and strays:
+                paired[k] = strays.pop(0)
+                results.remove(paired[k])
         reasoning = {key: "" for key in ("reasoning", "reasoning_content") if key in message}
         for k, (call, result) in enumerate(zip(calls, paired)):
             turn = {**message, "tool_calls": [call]}

@@ -24,8 +24,7 @@ __all__ = ["function_start", "json_start", "parse_tool_call", "tool_call_end", "
 tool_call_start = "<|python_tag|>"
 tool_call_end = ""
 json_start = "{"
-function_start = qwen3_coder.function_start  # "<function=", closed by "</function>"
-function_end = qwen3_coder.function_end
+function_start = qwen3_coder.function_start  # "<function=name>{...}</function>"
 
 CALL_KEYS = ("name", "type", "function", "parameters", "arguments")
 """What a call object's first key can be (the stream filter's scanner gives others back at
@@ -35,12 +34,14 @@ once)."""
 def parse_tool_call(text: str, tools: Any | None = None) -> Any:
     tagged = text.startswith(tool_call_start)
     body = text.removeprefix(tool_call_start).strip()
-    if body.startswith(function_start):
-        return qwen3_coder.parse_tool_call(body, tools)
     if body.startswith(pythonic.list_start) and not body[1:].lstrip().startswith("{"):
         return pythonic.parse_tool_call(body, tools)
-    values = json_tools.parse_tool_call(body, tools)
-    calls = [_call(value) for value in (values if isinstance(values, list) else [values])]
+    if body.startswith(function_start):
+        values = qwen3_coder.parse_tool_call(body, tools)
+    else:
+        values = json_tools.parse_tool_call(body, tools)
+    values = values if isinstance(values, list) else [values]
+    calls = [value if body.startswith(function_start) else _call(value) for value in values]
     offered = None if tagged else _offered_names(tools)
     for call in calls:
         if offered is not None and call["name"] not in offered:
