@@ -54,140 +54,166 @@ class JsonValueScanner:
         return stop + 1
 
 
-class BareCallScanner:
-    """Finds the end of a bare ``name{...}`` after ``call:``, or rejects it as plain text.
+class _HeaderThenValue:
+    """A scanner that reads a header one character at a time, then hands the rest of the call
+    to a ``JsonValueScanner`` that finds where its value closes.
 
     ``feed`` returns the characters that complete the call, None while it is open, or
-    ``-(n + 1)`` when the ``n``-th character shows this is not a call (a name holds only
-    letters, digits, ``_``, ``.`` and ``-``), so the filter gives the text back unparsed.
-    Gemma strings are ``<|"|>``-delimited: their ``"`` toggles the string state.
+    ``-(n + 1)`` when the ``n``-th character shows this is not a call, so the filter gives the
+    text back unparsed. A subclass's ``_header(text, i)`` judges ``text[i]``: None to read on,
+    ``_REJECT``, ``_CLOSED`` when the call ends on it, or ``(scanner, offset)`` when the value
+    starts (``offset`` 0 scans this character too, 1 starts after it).
     """
 
-    __slots__ = ("_name", "_value")
+    __slots__ = ("_value",)
 
     def __init__(self) -> None:
-        self._name = 0  # name characters read so far
         self._value: JsonValueScanner | None = None
 
     def feed(self, text: str) -> int | None:
         offset = 0
         if self._value is None:
-            for i, ch in enumerate(text):
-                if ch == "{" and self._name:
-                    self._value = JsonValueScanner(quotes='"', depth=1)
-                    offset = i + 1
-                    break
-                if ch.isalnum() or ch in "_.-":
-                    self._name += 1
+            for i in range(len(text)):
+                judged = self._header(text, i)
+                if judged is None:
                     continue
-                return -(i + 1)
+                if judged is _REJECT:
+                    return -(i + 1)
+                if judged is _CLOSED:
+                    return i + 1
+                self._value, skip = judged
+                offset = i + skip
+                break
             else:
                 return None
         n = self._value.feed(text[offset:])
         return None if n is None else offset + n
 
+    def _header(self, text: str, i: int):
+        raise NotImplementedError
 
-class JsonCallScanner:
+
+_REJECT, _CLOSED = object(), object()
+
+
+def _json(quotes: str = '"') -> JsonValueScanner:
+    """A value scanner inside a bracket the header opened (or is about to scan)."""
+    return JsonValueScanner(quotes=quotes, depth=1)
+
+
+class BareCallScanner(_HeaderThenValue):
+    """Finds the end of a bare ``name{...}`` after ``call:``, or rejects it as plain text (a
+    name holds only letters, digits, ``_``, ``.`` and ``-``). Gemma strings are
+    ``<|"|>``-delimited: their ``"`` toggles the string state.
+    """
+
+    __slots__ = ("_named",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._named = False
+
+    def _header(self, text: str, i: int):
+        ch = text[i]
+        if ch == "{" and self._named:
+            return _json(), 1
+        if ch.isalnum() or ch in "_.-":
+            self._named = True
+            return None
+        return _REJECT
+
+
+class JsonCallScanner(_HeaderThenValue):
     """After a bare ``{``: the end of the object if its first key is one a call object starts
     with (``keys``), else a rejection at the first character that shows it is not.
 
     Llama 3 writes a call as bare JSON, so every ``{`` in a reply may open one: the key is
     read first so that code, prose in braces and other objects are given back at once
-    instead of being withheld until they close. ``feed`` answers as ``BareCallScanner``'s.
+    instead of being withheld until they close.
     """
 
-    __slots__ = ("_key", "_keys", "_value")
+    __slots__ = ("_key", "_keys")
 
     def __init__(self, keys: tuple[str, ...]) -> None:
+        super().__init__()
         self._keys = keys
         self._key: str | None = None  # the first key's characters so far (None: before it)
-        self._value: JsonValueScanner | None = None
 
-    def feed(self, text: str) -> int | None:
-        offset = 0
-        if self._value is None:
-            for i, ch in enumerate(text):
-                if self._key is None:
-                    if ch == '"':
-                        self._key = ""
-                    elif not ch.isspace():
-                        return -(i + 1)
-                    continue
-                if ch == '"' and self._key in self._keys:
-                    self._value = JsonValueScanner(quotes='"', depth=1)
-                    offset = i + 1
-                    break
-                self._key += ch
-                if not any(key.startswith(self._key) for key in self._keys):
-                    return -(i + 1)
-            else:
+    def _header(self, text: str, i: int):
+        ch = text[i]
+        if self._key is None:
+            if ch == '"':
+                self._key = ""
                 return None
-        n = self._value.feed(text[offset:])
-        return None if n is None else offset + n
+            return None if ch.isspace() else _REJECT
+        if ch == '"' and self._key in self._keys:
+            return _json(), 1
+        self._key += ch  # (a key is at most a few characters: a longer one is rejected)
+        return None if any(key.startswith(self._key) for key in self._keys) else _REJECT
 
 
-class CallListScanner:
+class CallListScanner(_HeaderThenValue):
     """After a bare ``[`` (Llama's ``[get_weather(city='Paris')]``): the end of the list if it
     starts like a list of calls (``name()``, ``name(keyword=`` or a JSON object), else a
     rejection at the first character that shows it is prose, so ``[1]``, ``[Editor's note]``
     or ``[Update (2024): it's done]`` goes out at once instead of waiting for a bracket an
-    apostrophe keeps open. ``feed`` answers as ``BareCallScanner``'s; ``[]`` closes at once.
+    apostrophe keeps open. ``[]`` closes at once.
     """
 
-    __slots__ = ("_state", "_value")
+    __slots__ = ("_state",)
 
-    # States before the value scanner takes over: before the first name, in it, right after
-    # its "(", in the first keyword, after the keyword's whitespace.
+    # Before the first name, in it, right after its "(", in the first keyword, after the
+    # keyword's whitespace.
     _START, _NAME, _OPEN, _KEYWORD, _KEYWORD_END = range(5)
 
     def __init__(self) -> None:
+        super().__init__()
         self._state = self._START
-        self._value: JsonValueScanner | None = None
 
-    def feed(self, text: str) -> int | None:
-        offset = 0
-        if self._value is None:
-            for i, ch in enumerate(text):
-                state, word = self._state, ch.isalnum() or ch == "_"
-                if state == self._START:
-                    if ch.isspace():
-                        continue
-                    if ch == "]":
-                        return i + 1
-                    if ch == "{":  # a JSON list of call objects
-                        self._value = JsonValueScanner(quotes='"', depth=1)
-                        offset = i
-                        break
-                    if not (word and not ch.isdigit()):
-                        return -(i + 1)
-                    self._state = self._NAME
-                elif state == self._NAME:
-                    if ch == "(":
-                        self._state = self._OPEN
-                    elif not (word or ch == "."):
-                        return -(i + 1)
-                elif state == self._OPEN:
-                    if ch == ")" or (word and not ch.isdigit()):
-                        self._state = self._KEYWORD
-                        if ch == ")":  # "f()": the rest of the list as written
-                            self._value = JsonValueScanner(quotes="\"'", depth=1)
-                            offset = i + 1
-                            break
-                    elif not ch.isspace():
-                        return -(i + 1)
-                else:  # in a keyword or after it: "=" hands over to the value
-                    if ch == "=" and not text.startswith("==", i):
-                        self._value = JsonValueScanner(quotes="\"'", depth=1)
-                        offset = i + 1
-                        break
-                    if ch.isspace():
-                        self._state = self._KEYWORD_END
-                    elif not (word and state == self._KEYWORD):
-                        return -(i + 1)
-            else:
+    def _header(self, text: str, i: int):
+        ch, state = text[i], self._state
+        word = ch.isalnum() or ch == "_"
+        if state == self._START:
+            if ch.isspace():
                 return None
-        n = self._value.feed(text[offset:])
-        return None if n is None else offset + n
+            if ch == "]":
+                return _CLOSED
+            if ch == "{":  # a JSON list of call objects, scanned from this brace
+                return _json(), 0
+            self._state = self._NAME
+            return None if word and not ch.isdigit() else _REJECT
+        if state == self._NAME:
+            if ch == "(":
+                self._state = self._OPEN
+                return None
+            return None if word or ch == "." else _REJECT
+        if state == self._OPEN:
+            if ch == ")":  # "f()": the rest of the list as written
+                return _json("\"'"), 1
+            if word and not ch.isdigit():
+                self._state = self._KEYWORD
+                return None
+            return None if ch.isspace() else _REJECT
+        if ch == "=" and not text.startswith("==", i):  # a keyword's value: Python from here
+            return _json("\"'"), 1
+        if ch.isspace():
+            self._state = self._KEYWORD_END
+            return None
+        return None if word and state == self._KEYWORD else _REJECT
+
+
+class TaggedValueScanner(_HeaderThenValue):
+    """After a marker that announces code or a call (Llama's ``<|python_tag|>``): the end of
+    the JSON object or Python list that follows, or a rejection when something else does
+    (built-in tools' ``brave_search.call(...)``, code), which stays text."""
+
+    __slots__ = ()
+
+    def _header(self, text: str, i: int):
+        ch = text[i]
+        if ch in "{[":
+            return _json("\"'" if ch == "[" else '"'), 1
+        return None if ch.isspace() else _REJECT
 
 
 class FunctionTagScanner:
@@ -235,32 +261,6 @@ class FunctionTagScanner:
                 return -(i + 1)
             i += 1
         return None
-
-
-class TaggedValueScanner:
-    """After a marker that announces code or a call (Llama's ``<|python_tag|>``): the end of
-    the JSON object or Python list that follows, or a rejection when something else does
-    (built-in tools' ``brave_search.call(...)``, code), which stays text."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self) -> None:
-        self._value: JsonValueScanner | None = None
-
-    def feed(self, text: str) -> int | None:
-        offset = 0
-        if self._value is None:
-            for i, ch in enumerate(text):
-                if ch in "{[":
-                    self._value = JsonValueScanner(quotes="\"'" if ch == "[" else '"', depth=1)
-                    offset = i + 1
-                    break
-                if not ch.isspace():
-                    return -(i + 1)
-            else:
-                return None
-        n = self._value.feed(text[offset:])
-        return None if n is None else offset + n
 
 
 def make_scanner(name: str | None):
