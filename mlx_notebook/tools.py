@@ -7,7 +7,8 @@ converter, the one chat templates are tested against; its ``get_json_schema`` it
 used because it rejects functions without a docstring or a hint on every parameter, and a
 notebook user's quick function should still work. ``Annotated[int, "text"]`` describes a
 parameter too. What that converter has no form for is written here (``_schema``): records
-(dataclasses, TypedDicts, NamedTuples, pydantic models) as objects of their fields, dates,
+(dataclasses, TypedDicts, NamedTuples, pydantic models) as objects of their fields, described
+by their own docstrings (``Args:`` or ``Attributes:`` for the fields), dates,
 times and UUIDs as formatted strings, paths as strings, ``Decimal`` as a number. A parameter
 declared with pydantic's ``Field(...)`` (as its default or in ``Annotated``) shows its limits
 (``gt=10`` is ``exclusiveMinimum``) and pydantic checks the value the model sends.
@@ -101,17 +102,24 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
         raise ToolError(f"'{name}' is not a tool name model APIs accept (letters, digits, _ and "
                         f"-, at most 64){how}.")
     _refuse_unbound_method(function, name)
-    doc = _docstring(function)
-    summary, google_args, _ = google_docstring(doc) if doc else (None, {}, None)
-    param_docs = {**_numpy_params(doc), **dict(_SPHINX_PARAM.findall(doc)), **(google_args or {})}
-    if summary:
-        summary = _NUMPY_SECTION.split(summary.split(":param")[0], 1)[0].strip()
+    summary, param_docs = _read_docstring(_docstring(function))
     return Tool(
         name=name,
         description=description or summary or "",
         parameters=_parameters_schema(function, name, param_docs),
         function=function,
     )
+
+
+def _read_docstring(doc: str) -> tuple[str | None, dict[str, str]]:
+    """A docstring's summary and its parameters' descriptions, in any of the three styles."""
+    if not doc:
+        return None, {}
+    summary, google_args, _ = google_docstring(doc)
+    param_docs = {**_numpy_params(doc), **dict(_SPHINX_PARAM.findall(doc)), **(google_args or {})}
+    if summary:
+        summary = _NUMPY_SECTION.split(summary.split(":param")[0], 1)[0].strip()
+    return summary or None, param_docs
 
 
 _NUMPY_SECTION = re.compile(
@@ -127,7 +135,7 @@ def _numpy_params(doc: str) -> dict[str, str]:
     headers = list(_NUMPY_SECTION.finditer(doc))
     described: dict[str, list[str]] = {}
     for i, header in enumerate(headers):
-        if header.group(1) not in ("Parameters", "Other Parameters"):
+        if header.group(1) not in ("Parameters", "Other Parameters", "Attributes"):
             continue
         end = headers[i + 1].start() if i + 1 < len(headers) else len(doc)
         current: list[str] = []
@@ -364,6 +372,20 @@ def _fields_of(hint: type) -> tuple[_Field, ...] | None:
     return None
 
 
+def _record_docs(record: type) -> tuple[str | None, dict[str, str]]:
+    """A record's own docstring: its summary and its fields' descriptions (Google ``Args:`` or
+    ``Attributes:``, Sphinx, NumPy). Not a docstring Python wrote (a dataclass without one
+    gets its signature) nor one inherited from pydantic's or typing's base."""
+    doc = record.__dict__.get("__doc__")
+    if not isinstance(doc, str) or doc.startswith(f"{record.__name__}("):
+        return None, {}
+    doc = re.sub(r"^(\s*)Attributes:[ \t]*$", r"\1Args:", inspect.cleandoc(doc), flags=re.MULTILINE)
+    try:
+        return _read_docstring(doc)
+    except Exception:  # noqa: BLE001 -- a docstring is prose: one that does not parse says nothing
+        return None, {}
+
+
 def _is_root_model(hint: Any) -> bool:
     """A pydantic ``RootModel``: one value of its ``root`` type, not an object of fields."""
     return isinstance(hint, type) and bool(getattr(hint, "__pydantic_root_model__", False))
@@ -417,12 +439,15 @@ def _schema(hint: Any, enclosing: tuple[type, ...] = ()) -> dict:
         if _is_root_model(hint):
             return _schema(hint.model_fields["root"].annotation, (*enclosing, hint))
         if (fields := _record_fields(hint)) is not None:
+            summary, field_docs = _record_docs(hint)
             properties = {}
             for field in fields:
                 properties[field.name] = _schema(field.hint, (*enclosing, hint))
-                if field.description:
-                    properties[field.name]["description"] = field.description
+                if described := field.description or field_docs.get(field.name):
+                    properties[field.name]["description"] = described
             out = {"type": "object", "properties": properties}
+            if summary:
+                out["description"] = summary
             if required := [field.name for field in fields if field.required]:
                 out["required"] = required
             return out

@@ -772,3 +772,48 @@ def test_dates_as_keys_sets_and_numpy_dates_in_a_result_are_json():
             return "Proxy()"
 
     assert read(Proxy()) == "Proxy()"
+
+
+class Leg(typing_extensions.TypedDict):  # (pydantic asks for this one before 3.12)
+    """One leg of a trip.
+
+    Args:
+        origin: Where it starts.
+    """
+
+    origin: str
+
+
+@dataclasses.dataclass
+class Seat:
+    """A seat on a leg.
+
+    Attributes:
+        row: The row number.
+    """
+
+    row: int
+    leg: Leg
+
+
+class Ticket(pydantic.BaseModel):
+    """A ticket."""
+
+    seat: Seat
+
+
+def test_a_records_docstring_describes_it_and_its_fields():
+    """LangChain's test__convert_typed_dict_to_openai_function: a record's docstring and its
+    Args describe it."""
+    def book(ticket: Ticket, seat: Stop):
+        """Book."""
+
+    properties = make_tool(book).parameters["properties"]
+    assert properties["ticket"] == {"type": "object", "description": "A ticket.", "properties": {
+        "seat": {"type": "object", "description": "A seat on a leg.", "properties": {
+            "row": {"type": "integer", "description": "The row number."},
+            "leg": {"type": "object", "description": "One leg of a trip.", "properties": {
+                "origin": {"type": "string", "description": "Where it starts."}},
+                "required": ["origin"]}}, "required": ["row", "leg"]}},
+        "required": ["seat"]}
+    assert "description" not in properties["seat"]  # a dataclass's own signature is no docstring
