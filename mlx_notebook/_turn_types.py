@@ -127,9 +127,17 @@ class ToolCallRecord(_FieldMapping):
             try:
                 return json.dumps(_text_keys(self.result), default=_as_json)
             except Exception:  # noqa: BLE001
-                return repr(self.result)
+                return _shown(self.result)
         except Exception:  # noqa: BLE001 -- no JSON form, or one that fails when asked
-            return repr(self.result)
+            return _shown(self.result)
+
+
+def _shown(result: Any) -> str:
+    """A result with no JSON form as its ``repr`` (or what it is, when even that fails)."""
+    try:
+        return repr(result)
+    except Exception:  # noqa: BLE001 -- nested past what repr reads, or a repr that raises
+        return f"<{type(result).__name__} that cannot be shown as text>"
 
 
 def _as_json(value: Any) -> Any:
@@ -155,7 +163,7 @@ def _as_json(value: Any) -> Any:
         dtype = getattr(value, "dtype", None)
         if getattr(dtype, "kind", "") in ("M", "m"):  # datetime64, timedelta64: ISO text
             return value.astype(str).tolist()
-        if getattr(dtype, "names", None):  # a structured array: its fields by name
+        if getattr(dtype, "names", None) and getattr(value, "ndim", 0) <= 1:  # fields by name
             rows = value.tolist()
             return ([dict(zip(dtype.names, row)) for row in rows] if isinstance(rows, list)
                     else dict(zip(dtype.names, rows)))
@@ -163,15 +171,19 @@ def _as_json(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} has no JSON form")
 
 
-def _text_keys(value: Any, depth: int = 0) -> Any:
-    """``value`` with every dict key JSON cannot write (a date, an Enum) as its JSON text."""
-    if depth > 100:
+def _text_keys(value: Any, depth: int = 0, seen: frozenset = frozenset()) -> Any:
+    """``value`` with every dict key JSON cannot write (a date, an Enum) as its JSON text; a
+    container that holds itself is left as it is (``json.dumps`` then refuses it)."""
+    if depth > 100 or id(value) in seen:
         return value
     if isinstance(value, dict):
+        inner = seen | {id(value)}
         return {key if isinstance(key, (str, int, float, bool)) or key is None
-                else str(_as_json(key)): _text_keys(item, depth + 1) for key, item in value.items()}
+                else str(_as_json(key)): _text_keys(item, depth + 1, inner)
+                for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_text_keys(item, depth + 1) for item in value]
+        inner = seen | {id(value)}
+        return [_text_keys(item, depth + 1, inner) for item in value]
     return value
 
 

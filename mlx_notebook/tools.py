@@ -102,6 +102,7 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
         raise ToolError(f"'{name}' is not a tool name model APIs accept (letters, digits, _ and "
                         f"-, at most 64){how}.")
     _refuse_unbound_method(function, name)
+    _fields_read.clear()
     summary, param_docs = _read_docstring(_docstring(function))
     return Tool(
         name=name,
@@ -111,12 +112,14 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
     )
 
 
-def _read_docstring(doc: str) -> tuple[str | None, dict[str, str]]:
-    """A docstring's summary and its parameters' descriptions, in any of the three styles."""
+def _read_docstring(doc: str, attributes: bool = False) -> tuple[str | None, dict[str, str]]:
+    """A docstring's summary and its parameters' descriptions, in any of the three styles
+    (a record's ``Attributes`` too)."""
     if not doc:
         return None, {}
     summary, google_args, _ = google_docstring(doc)
-    param_docs = {**_numpy_params(doc), **dict(_SPHINX_PARAM.findall(doc)), **(google_args or {})}
+    param_docs = {**_numpy_params(doc, attributes), **dict(_SPHINX_PARAM.findall(doc)),
+                  **(google_args or {})}
     if summary:
         summary = _NUMPY_SECTION.split(summary.split(":param")[0], 1)[0].strip()
     return summary or None, param_docs
@@ -130,12 +133,14 @@ _NUMPY_SECTION = re.compile(
 _NUMPY_ENTRY = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$")
 
 
-def _numpy_params(doc: str) -> dict[str, str]:
-    """``{parameter: description}`` from a NumPy docstring's ``Parameters`` sections."""
+def _numpy_params(doc: str, attributes: bool = False) -> dict[str, str]:
+    """``{parameter: description}`` from a NumPy docstring's ``Parameters`` sections (and its
+    ``Attributes``, for a record's fields)."""
     headers = list(_NUMPY_SECTION.finditer(doc))
     described: dict[str, list[str]] = {}
+    sections = ("Parameters", "Other Parameters") + (("Attributes",) if attributes else ())
     for i, header in enumerate(headers):
-        if header.group(1) not in ("Parameters", "Other Parameters", "Attributes"):
+        if header.group(1) not in sections:
             continue
         end = headers[i + 1].start() if i + 1 < len(headers) else len(doc)
         current: list[str] = []
@@ -279,8 +284,10 @@ def _pydantic_field(default: Any, annotated: Any) -> Any:
 
 
 def _is_field_info(value: Any) -> bool:
+    """pydantic v2's ``FieldInfo`` (v1's, under ``pydantic.v1``, has none of its methods)."""
     kind = type(value)
-    return kind.__name__ == "FieldInfo" and kind.__module__.startswith("pydantic")
+    return (kind.__name__ == "FieldInfo" and kind.__module__.startswith("pydantic")
+            and not kind.__module__.startswith("pydantic.v1") and hasattr(value, "is_required"))
 
 
 _LIMITS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
@@ -329,10 +336,26 @@ class _Field:
     description: str | None = None
 
 
-@functools.lru_cache(maxsize=512)  # (read once per type: a call may nest one 300 levels)
+_fields_read: dict[type, tuple[_Field, ...] | None] = {}
+"""Record fields read during one ``make_tool`` or ``call_tool`` (an argument may nest a record
+hundreds of levels); emptied at the start of each, so a class redefined or rebuilt in the
+notebook is read again."""
+
+
 def _record_fields(hint: type) -> tuple[_Field, ...] | None:
     """The fields of a record type (a dataclass, TypedDict, NamedTuple or pydantic model), or
     None for any other type (a class that only looks like one included)."""
+    try:
+        return _fields_read[hint]
+    except KeyError:
+        pass
+    except TypeError:  # a class whose metaclass makes it unhashable: read it every time
+        return _read_fields(hint)
+    fields = _fields_read[hint] = _read_fields(hint)
+    return fields
+
+
+def _read_fields(hint: type) -> tuple[_Field, ...] | None:
     try:
         return _fields_of(hint)
     except (AttributeError, TypeError):  # a look-alike: "_fields" or "model_fields" of its own
@@ -345,7 +368,7 @@ def _fields_of(hint: type) -> tuple[_Field, ...] | None:
         missing, fields = dataclasses.MISSING, []
         for f in hint.__dataclass_fields__.values():  # InitVars too: __init__ takes them
             field_hint = hints.get(f.name, Any)
-            if not f.init or typing.get_origin(field_hint) is typing.ClassVar:
+            if not f.init or typing.ClassVar in (field_hint, typing.get_origin(field_hint)):
                 continue
             if isinstance(field_hint, dataclasses.InitVar):
                 field_hint = field_hint.type
@@ -366,7 +389,8 @@ def _fields_of(hint: type) -> tuple[_Field, ...] | None:
     model_fields = getattr(hint, "model_fields", None)
     if (isinstance(model_fields, dict) and hasattr(hint, "model_validate")
             and not _is_root_model(hint)):  # pydantic v2: fields by the names it validates
-        return tuple(_Field(info.alias if isinstance(info.alias, str) else name,
+        return tuple(_Field(next((a for a in (info.validation_alias, info.alias)
+                                  if isinstance(a, str)), name),
                             info.annotation, info.is_required(), info.description)
                      for name, info in model_fields.items())
     return None
@@ -377,13 +401,18 @@ def _record_docs(record: type) -> tuple[str | None, dict[str, str]]:
     ``Attributes:``, Sphinx, NumPy). Not a docstring Python wrote (a dataclass without one
     gets its signature) nor one inherited from pydantic's or typing's base."""
     doc = record.__dict__.get("__doc__")
-    if not isinstance(doc, str) or doc.startswith(f"{record.__name__}("):
+    if not isinstance(doc, str) or _GENERATED_DOC.fullmatch(doc) and doc.startswith(
+            f"{record.__name__}("):
         return None, {}
     doc = re.sub(r"^(\s*)Attributes:[ \t]*$", r"\1Args:", inspect.cleandoc(doc), flags=re.MULTILINE)
     try:
-        return _read_docstring(doc)
+        return _read_docstring(doc, attributes=True)
     except Exception:  # noqa: BLE001 -- a docstring is prose: one that does not parse says nothing
         return None, {}
+
+
+_GENERATED_DOC = re.compile(r"\w+\(.*\)", re.DOTALL)
+"""What a dataclass or namedtuple without a docstring gets: its signature, ``Point(x, y)``."""
 
 
 def _is_root_model(hint: Any) -> bool:
@@ -399,7 +428,8 @@ def _field_hints(record: type) -> tuple[dict, dict]:
     except RecursionError:
         raise
     except Exception as exc:  # noqa: BLE001 -- a hint naming what is not defined, or not Python
-        raise UnsupportedHint(f"the field types of {record.__name__} cannot be read ({exc})") from None
+        raise UnsupportedHint(
+            f"the field types of {record.__name__} cannot be read ({exc})") from None
 
 
 def _unrequired(hint: Any) -> Any:
@@ -468,6 +498,8 @@ def _schema(hint: Any, enclosing: tuple[type, ...] = ()) -> dict:
             out["nullable"] = True
         return out
     if origin is list:
+        return {"type": "array", "items": _schema(args[0], enclosing)}
+    if origin is tuple and len(args) == 2 and args[1] is ...:
         return {"type": "array", "items": _schema(args[0], enclosing)}
     if origin is tuple and ... not in args:
         return {"type": "array", "prefixItems": [_schema(a, enclosing) for a in args]}
@@ -569,6 +601,7 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
         return None, f"unknown tool '{name}' (tools offered: {offered})"
     function = by_name[name].function
     signature = inspect.signature(function)
+    _fields_read.clear()
     _, bound = _unwrapped(function)  # a partial's settings: not the model's to change
     unexpected = [key for key in arguments if key not in signature.parameters or key in bound]
     if unexpected and (bound.intersection(unexpected) or not any(
@@ -588,7 +621,7 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
         return None, f"bad arguments for {name}: nested deeper than the tool's types can be read"
     except (TypeError, ValueError) as exc:
         return None, _escaped(f"bad arguments for {name}: {_said(exc)}")
-    except BaseException as exc:  # noqa: BLE001 -- a record's own check: a __post_init__, a validator
+    except BaseException as exc:  # noqa: BLE001 -- a record's own check (__post_init__, validator)
         return None, _escaped(f"bad arguments for {name}: {_failure(exc)}")
     try:
         result = function(*positional, **keywords)
@@ -646,7 +679,10 @@ def _coerced(function: Callable[..., Any], arguments: dict,
         if (field := _pydantic_field(default, annotated.get(name))) is None:
             continue
         if name in coerced:
-            coerced[name] = _validated(_adapter(hints.get(name, Any), field), coerced[name], name)
+            none_default = default is None or (default is field and field.default is None)
+            if not (coerced[name] is None and none_default) and (
+                    adapter := _adapter(hints.get(name, Any), field)) is not None:
+                coerced[name] = _validated(adapter, coerced[name], name)
         elif default is field:  # the default is a FieldInfo, not a value to pass
             if field.is_required():
                 raise TypeError(f"missing a required argument: '{name}'")
@@ -655,9 +691,15 @@ def _coerced(function: Callable[..., Any], arguments: dict,
 
 
 def _adapter(hint: Any, field: Any) -> Any:
+    """pydantic's validator for a parameter declared with ``Field(...)``, or None where
+    pydantic cannot make one (a ``typing.TypedDict`` before Python 3.12): then the value goes
+    as coerced."""
     import pydantic
 
-    return pydantic.TypeAdapter(typing.Annotated[hint, field])
+    try:
+        return pydantic.TypeAdapter(typing.Annotated[hint, field])
+    except Exception:  # noqa: BLE001 -- pydantic's PydanticUserError and schema errors
+        return None
 
 
 _INTEGER = re.compile(r"[-+]?\d+")
@@ -736,8 +778,9 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
     if origin is tuple and args and isinstance(value, list):
         if len(args) == 2 and args[1] is ...:
             return tuple(_coerce(item, args[0], key) for item in value)
-        if len(args) == len(value):
-            return tuple(_coerce(item, arg, key) for item, arg in zip(value, args))
+        if len(args) != len(value):
+            raise ValueError(f"'{key}' must have {len(args)} items, got {len(value)}")
+        return tuple(_coerce(item, arg, key) for item, arg in zip(value, args))
     if origin is dict and len(args) == 2 and isinstance(value, dict):
         return {k: _coerce(item, args[1], key) for k, item in value.items()}
     return value

@@ -11,7 +11,7 @@ import decimal
 import enum
 import pathlib
 import uuid
-from typing import Annotated, Literal, NamedTuple, NotRequired, Optional, TypedDict
+from typing import Annotated, ClassVar, Literal, NamedTuple, NotRequired, Optional, TypedDict
 
 import pydantic
 import pytest
@@ -817,3 +817,62 @@ def test_a_records_docstring_describes_it_and_its_fields():
                 "required": ["origin"]}}, "required": ["row", "leg"]}},
         "required": ["seat"]}
     assert "description" not in properties["seat"]  # a dataclass's own signature is no docstring
+
+
+@dataclasses.dataclass
+class Registry:
+    names: ClassVar = []  # a bare ClassVar: the class's, not a field
+    size: int = 0
+
+
+def test_third_review_a_redefined_record_a_bare_classvar_null_defaults_and_tuples():
+    global Stop
+
+    def go(stop: Stop, registry: Registry, legs: tuple[Stop, ...] = (),
+           pair: tuple[Stop, int] | None = None, limit: int = pydantic.Field(None, gt=0),
+           box: Annotated[Budget, pydantic.Field(description="A box")] | None = None):
+        """Go."""
+        return stop, registry, legs, pair, limit, box
+
+    tool = make_tool(go)
+    assert tool.parameters["properties"]["registry"]["properties"] == {"size": {"type": "integer"}}
+    assert tool.parameters["properties"]["legs"]["items"]["required"] == ["city"]
+    result, error = call_tool([tool], "go", {"stop": {"city": "Oslo"}, "registry": {},
+                                             "legs": [{"city": "Rome"}], "limit": None,
+                                             "box": {"limit": 5}})
+    assert error is None
+    assert result == (Stop("Oslo"), Registry(0), (Stop("Rome"),), None, None, {"limit": 5})
+    assert call_tool([tool], "go", {"stop": {"city": "Oslo"}, "registry": {},
+                                    "pair": [{"city": "Rome"}]})[1] == (
+        "bad arguments for go: 'pair' must have 2 items, got 1")
+    original = Stop
+    try:  # the notebook re-runs the record's cell with another field: read again
+        @dataclasses.dataclass
+        class Stop:  # noqa: F811
+            town: str
+
+        assert call_tool([make_tool(go)], "go", {"stop": {"town": "Oslo"}, "registry": {}}
+                         )[0][0] == Stop("Oslo")
+    finally:
+        Stop = original
+
+
+def test_a_callable_objects_attributes_are_not_its_parameters_and_cycles_are_shown():
+    from mlx_notebook._turn_types import ToolCallRecord
+
+    class Client:
+        """A client.
+
+        Attributes
+        ----------
+        url : str
+            The base URL it was built with.
+        """
+
+        def __call__(self, url: str) -> str:
+            return url
+
+    assert make_tool(Client(), name="fetch").parameters["properties"] == {"url": {"type": "string"}}
+    loop: list = [{datetime.date(2026, 12, 3): 1}]
+    loop += [loop, loop]
+    assert ToolCallRecord("c", "f", {}, loop).message_content().startswith("[{datetime.date(")
