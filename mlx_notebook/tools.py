@@ -237,8 +237,10 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
         elif field is not None and field.description:
             schema["description"] = field.description
         properties[parameter.name] = schema
-        if parameter.default is parameter.empty or (
-                field is not None and parameter.default is field and field.is_required()):
+        # A Field(...) gives the default (as the parameter's default or in Annotated).
+        holds_default = field is not None and (
+            parameter.default is field or parameter.default is parameter.empty)
+        if field.is_required() if holds_default else parameter.default is parameter.empty:
             required.append(parameter.name)
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
@@ -683,7 +685,7 @@ def _coerced(function: Callable[..., Any], arguments: dict,
             if not (coerced[name] is None and none_default) and (
                     adapter := _adapter(hints.get(name, Any), field)) is not None:
                 coerced[name] = _validated(adapter, coerced[name], name)
-        elif default is field:  # the default is a FieldInfo, not a value to pass
+        elif default is field or default is inspect.Parameter.empty:  # the Field's default
             if field.is_required():
                 raise TypeError(f"missing a required argument: '{name}'")
             coerced[name] = field.get_default(call_default_factory=True)

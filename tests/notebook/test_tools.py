@@ -727,6 +727,13 @@ def test_a_pydantic_field_declares_limits_requirement_and_default():
     assert call_tool([tool], "pick", {}) == (
         None, "bad arguments for pick: missing a required argument: 'x'")
 
+    def page(size: Annotated[int, pydantic.Field(default=20, ge=1)]):
+        """Page."""
+        return size
+
+    assert "required" not in make_tool(page).parameters  # the Field holds its default
+    assert call_tool([make_tool(page)], "page", {}) == (20, None)
+
 
 def test_numpy_sections_name_several_parameters_and_prose_headings_stay_description():
     def add(x: int, y: int, scale: int = 1) -> int:
