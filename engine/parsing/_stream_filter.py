@@ -90,8 +90,6 @@ class StreamFilter:
         self._scanner = None
         self._finished = False
         self._out: list[Event] = []
-        self._run: list[str] = []  # text of one kind not yet joined into ``_out`` (linear)
-        self._run_kind = ""
         self.tool_calls = 0
         """Complete tool calls emitted so far (for ``finish_reason="tool_calls"``)."""
         fam = self.family
@@ -155,6 +153,11 @@ class StreamFilter:
             raise ValueError("StreamFilter.feed() after finish(): make a new filter per reply.")
         if not isinstance(delta, str):
             raise TypeError(f"StreamFilter.feed() takes text (str), not {type(delta).__name__}.")
+        if len(delta) > _PIECE:
+            # Read in pieces, which the contract makes the same as one feed: a feed rescans its
+            # own text once per marker it meets, so one huge delta would cost quadratic time.
+            return merge_events([event for at in range(0, len(delta), _PIECE)
+                                 for event in self.feed(delta[at:at + _PIECE])])
         if not self._tail and self.mode != TOOL:
             anywhere, leading, firsts = self._edges()
             if not leading and not any(c in delta for c in firsts):
@@ -405,7 +408,6 @@ class StreamFilter:
                 self._problem(call.text or raw, f"The tool call did not parse: {call.message}")
             else:
                 self.tool_calls += 1
-                self._flush_run()
                 self._out.append(Event("tool_call", raw, name=call["name"],
                                        arguments=call["arguments"], id=call.get("id")))
 
@@ -422,16 +424,6 @@ class StreamFilter:
         if kind == UNDECIDED:
             self._pending.append(text)
             return
-        if kind != self._run_kind:
-            self._flush_run()
-            self._run_kind = kind
-        self._run.append(text)
-
-    def _flush_run(self) -> None:
-        """Join the text emitted since the last event into ``_out`` (once, not per piece)."""
-        if not self._run:
-            return
-        text, kind, self._run = "".join(self._run), self._run_kind, []
         out = self._out
         if out and out[-1].kind == kind:
             out[-1] = Event(kind, out[-1].text + text)
@@ -445,16 +437,16 @@ class StreamFilter:
 
     def _problem(self, raw: str, message: str) -> None:
         self._spoke = True
-        self._flush_run()
         self._out.append(Event("problem", raw, message=message))
 
     def _take(self) -> list[Event]:
-        self._flush_run()
         out, self._out = self._out, []
         return out
 
 
 _CUT_OFF = "The tool call was cut off before it was closed."
+_PIECE = 4096
+"""The longest delta ``feed`` scans at once."""
 
 
 def _is_whole(body: str, whole_ends: tuple[str, ...]) -> bool:
@@ -546,9 +538,6 @@ def _partial_suffix(buf: str, marker: str) -> int:
     return 0
 
 
-_PIECE = 4096
-
-
 @dataclass(frozen=True, slots=True)
 class ParsedOutput:
     """A whole reply, split: what the streaming filter emits, concatenated by kind."""
@@ -572,10 +561,7 @@ def parse_output(
 ) -> ParsedOutput:
     """Split a whole reply: the buffered oracle every streaming chunking must equal."""
     f = StreamFilter(family, tools=tools, starts_in_reasoning=starts_in_reasoning)
-    # Fed in pieces, which the filter's contract makes the same as one feed: a feed rescans
-    # its own text once per marker it holds, so one huge feed would cost quadratic time.
-    pieces = [f.feed(text[i:i + _PIECE]) for i in range(0, len(text), _PIECE)]
-    events = merge_events([e for piece in pieces for e in piece] + f.finish())
+    events = merge_events(f.feed(text) + f.finish())
     return ParsedOutput(
         reasoning="".join(e.text for e in events if e.kind == REASONING),
         content="".join(e.text for e in events if e.kind == CONTENT),
