@@ -81,6 +81,11 @@ class StreamFilter:
         self.starts_in_reasoning: bool | None = {REASONING: True, CONTENT: False}.get(self.mode)
         """The start state as resolved (None: undecided); pass it on to replay this reply."""
         self._tail = ""  # received, not yet scanned to a decision (at most a marker long)
+        # Whitespace that came while a whitespace-only tail waited for a leading marker: the
+        # decision cannot change until other text comes, so it is kept here unscanned
+        # (appending it to the tail would rescan the whole run on every delta).
+        self._space: list[str] = []
+        self._waits_on_space = False
         self._pending: list[str] = []  # scanned text held while UNDECIDED
         self._reasoning_seen = self.mode == REASONING
         self._spoke = self.mode == REASONING  # any output yet (ends "leading" markers)
@@ -142,7 +147,7 @@ class StreamFilter:
     @property
     def withheld(self) -> str:
         """Text received but not emitted yet: a possible marker, an open call, undecided text."""
-        held = "".join(self._pending) + self._tail
+        held = "".join(self._pending) + self._tail + "".join(self._space)
         if self.mode == TOOL:
             return "".join(self._gap) + self._marker.start + "".join(self._body) + held
         return "".join(self._gap) + held
@@ -158,6 +163,11 @@ class StreamFilter:
             # own text once per marker it meets, so one huge delta would cost quadratic time.
             return merge_events([event for at in range(0, len(delta), _PIECE)
                                  for event in self.feed(delta[at:at + _PIECE])])
+        if self._waits_on_space:
+            if delta.isspace():
+                self._space.append(delta)
+                return self._take()
+            self._join_space()
         if not self._tail and self.mode != TOOL:
             anywhere, leading, firsts = self._edges()
             if not leading and not any(c in delta for c in firsts):
@@ -167,6 +177,9 @@ class StreamFilter:
         self._tail += delta
         while self._tail and self._step():
             pass
+        # A whitespace-only tail withheld only because a leading marker may follow it.
+        self._waits_on_space = (self.mode != TOOL and bool(self._edges()[1])
+                                and self._tail.isspace())
         return self._take()
 
     def finish(self) -> list[Event]:
@@ -175,6 +188,7 @@ class StreamFilter:
         if self._finished:
             return []
         self._finished = True
+        self._join_space()
         # A marker withheld because a longer one could still follow it is the marker now
         # (Gemma's "<|channel>" could have become "<|channel>response\n"); the answer's channel
         # cut inside its label is that channel, opened with nothing in it.
@@ -208,6 +222,10 @@ class StreamFilter:
             self._release(CONTENT if self.mode == UNDECIDED else self.mode, self._tail)
         self._tail = ""
         return self._take()
+
+    def _join_space(self) -> None:
+        self._tail += "".join(self._space)
+        self._space, self._waits_on_space = [], False
 
     # -- scanning ---------------------------------------------------------------------------
 

@@ -93,3 +93,25 @@ def test_interleaved_filters_never_share_state(family):
     assert merge_events(events_a + a.finish()) == parse_output(
         text_a, family, starts_in_reasoning=False).events
     assert merge_events(events_b + b.finish()) == [Event("content", text_b)]
+
+
+@pytest.mark.parametrize("family", FAMILIES_WITH_TOOLS)
+@pytest.mark.parametrize("where", ["start", "after a call", "undecided start"])
+def test_a_long_whitespace_run_is_held_unscanned_and_decided_like_one_feed(family, where):
+    """A model that emits thousands of newlines keeps each feed's cost constant: while a
+    leading marker may still follow, the run waits without being rescanned, and whatever
+    ends it (a call, text, the reply's end) gives the events of the buffered parse."""
+    markup, _, _, _ = CALLS[family]
+    fam = FAMILIES[family]
+    longest = max([len(m.start) for m in fam.tools] + [len(s) for s in fam.think or ()])
+    options = {} if where == "undecided start" else {"starts_in_reasoning": False}
+    head = markup if where == "after a call" else ""
+    for ending in [markup, "Done.", ""]:
+        f = StreamFilter(family, **options)
+        events = f.feed(head)
+        for _ in range(3000):
+            events += f.feed("\n ")
+            assert len(f._tail) <= longest + 2
+        events += f.feed(ending) + f.finish()
+        text = head + "\n " * 3000 + ending
+        assert merge_events(events) == parse_output(text, family, **options).events
