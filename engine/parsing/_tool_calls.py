@@ -128,13 +128,18 @@ def _normalize_call(call: Any) -> dict[str, Any]:
         arguments = call["arguments"]
     else:
         arguments = call.get("parameters", {})
-    if isinstance(arguments, str):
-        # Some templates render the arguments as a JSON string.
-        arguments = json.loads(arguments) if arguments.strip() else {}
-    if arguments is None:
-        arguments = {}
     if not isinstance(name, str) or not name:
         raise ValueError("the call has no function name")
+    if isinstance(arguments, str):
+        # Some templates render the arguments as a JSON string.
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            shown = arguments if len(arguments) <= 60 else arguments[:60] + "…"
+            raise ValueError(f"the arguments of {name!r} are the text {shown!r}, "
+                             "not a JSON object") from None
+    if arguments is None:
+        arguments = {}
     if not isinstance(arguments, dict):
         raise ValueError(f"the arguments of {name!r} are not an object")  # noqa: TRY004
     if name == "unknown" and set(arguments) == {"raw"}:

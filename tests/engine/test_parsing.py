@@ -239,3 +239,15 @@ def test_bracketed_prose_at_the_start_is_not_withheld():
     assert f.feed("[Editor's note] It is") == [Event("content", "[Editor's note] It is")]
     f = StreamFilter("pythonic", starts_in_reasoning=False)
     assert f.feed("[1] See") == [Event("content", "[1] See")]
+
+
+def test_arguments_given_as_text_are_decoded_or_named_in_the_problem():
+    """Some models write the arguments as a JSON string: it is decoded; text that is no JSON
+    becomes a problem that quotes it, not a JSON decoder's column number."""
+    call = '<tool_call>\n{{"name": "search", "arguments": {}}}\n</tool_call>'
+    parsed = parse_output(call.format('"{\\"q\\": \\"mlx\\"}"'), "qwen3")
+    assert parsed.tool_calls == [{"name": "search", "arguments": {"q": "mlx"}}]
+    parsed = parse_output(call.format('"hello"'), "qwen3")
+    assert parsed.tool_calls == []
+    assert parsed.problems[0].message == ("The tool call did not parse: the arguments of "
+                                          "'search' are the text 'hello', not a JSON object")
