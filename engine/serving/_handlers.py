@@ -267,20 +267,37 @@ class CompletionsHandler(_Base):
             return
         limit = self.listener.max_body_bytes
         length = self.request.headers.get("Content-Length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            await self._refuse_body(limit)
-            return
-        # A chunked body has no length up front; tornado stops reading it past the limit.
-        self.request.connection.set_max_body_size(limit)
+        if length is not None:
+            # HTTP allows a list of equal counts; tornado's int() would also take " 5" or "²".
+            counts = {part.strip() for part in length.split(",")}
+            if len(counts) != 1 or not all(c.isascii() and c.isdigit() for c in counts):
+                await self._refuse(400, f"The Content-Length header ({length[:40]!r}) is not "
+                                        "a byte count; send the body's length in bytes.")
+                return
+            if int(counts.pop()) > limit:
+                await self._refuse_body(limit)
+                return
+        # A chunked body has no length up front: data_received counts it. (tornado's own limit
+        # would end the connection with a bare 400, so it is lifted for this request.)
+        self.request.connection.set_max_body_size(2**62)
 
     async def _refuse_body(self, limit: int) -> None:
+        await self._refuse(413, f"The request body is over the listener's limit of {limit} "
+                                "bytes; send a shorter conversation.", code="request_too_large")
+
+    async def _refuse(self, status: int, message: str, code: str | None = None) -> None:
         self.set_header("Connection", "close")
-        await self.fail(413, f"The request body is over the listener's limit of {limit} bytes; "
-                             "send a shorter conversation.", code="request_too_large")
+        await self.fail(status, message, code=code)
         # The body is never read: close rather than let tornado answer it a second time.
         self.request.connection.close()
 
-    def data_received(self, chunk: bytes) -> None:
+    async def data_received(self, chunk: bytes) -> None:
+        if self._finished:
+            return  # refused; the connection is closing
+        self.size += len(chunk)
+        if self.size > self.listener.max_body_bytes:
+            await self._refuse_body(self.listener.max_body_bytes)
+            return
         self.parts.append(chunk)
 
     def on_connection_close(self) -> None:

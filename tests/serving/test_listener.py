@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import socket
 import subprocess
 import threading
 
@@ -269,6 +270,45 @@ def test_curl_body_over_the_limit_is_a_413(tiny_engine, tmp_path):
     payload, status = out.rsplit("\n", 1)
     assert status == "413"
     assert json.loads(payload)["error"]["code"] == "request_too_large"
+
+
+def _raw_post(url: str, head: str, body: bytes) -> bytes:
+    """Send one request as written (no client fixes its headers) and read the whole answer."""
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(head.encode("latin-1") + b"\r\n\r\n" + body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def _chunked(parts: list[bytes]) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+
+
+@pytest.mark.parametrize("parts", [[b" " * 3000], [b" " * 200] * 8], ids=["one chunk", "many"])
+def test_a_chunked_body_over_the_limit_is_a_413_not_a_dropped_connection(tiny_engine, parts):
+    with Listener(tiny_engine, port=0, token="", max_body_bytes=1024) as small:
+        answer = _raw_post(small.url, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                           "Transfer-Encoding: chunked\r\nConnection: close", _chunked(parts))
+        head, _, payload = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 413")
+        assert json.loads(payload)["error"]["code"] == "request_too_large"
+        # A chunked body under the limit is served.
+        body = json.dumps({"prompt": "Hi", "max_tokens": 2}).encode()
+        reply = httpx.post(f"{small.url}/completions", content=iter([body[:10], body[10:]]))
+        assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] == 2
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "abc", "-5", "1, 2", "0x10"])
+def test_a_malformed_content_length_is_a_400_that_names_the_header(tiny_listener, length):
+    answer = _raw_post(tiny_listener.url, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                       f"Authorization: Bearer {tiny_listener.token}\r\n"
+                       f"Content-Length: {length}\r\nConnection: close", b"{}")
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400")
+    assert json.loads(payload)["error"]["message"].startswith("The Content-Length header")
 
 
 # -- safety ----------------------------------------------------------------------------------------
