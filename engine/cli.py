@@ -151,7 +151,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080; 0 picks a free one)")
     serve.add_argument("--token", default=None,
                        help="the bearer token clients must send (default: a new one, printed); "
-                            "'' serves without one, on a loopback host only")
+                            "'' serves without one, on a loopback host only, and then refuses web pages "
+                            "not in --allowed-origins")
     serve.add_argument("--allowed-origins", default="", metavar="ORIGINS",
                        help=_ORIGINS_HELP)
     serve.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)

@@ -409,7 +409,8 @@ class MlxMagics(Magics):
               help="The address to listen on (default 127.0.0.1: this machine only).")
     @argument("--token", default=None, metavar="T",
               help="The bearer token clients must send (default: a new one, shown once); '' "
-                   "serves without one, on a loopback host only.")
+                   "serves without one, on a loopback host only, and then refuses web pages "
+                   "not in --allowed-origins.")
     @argument("--allowed-origins", default="", metavar="O",
               help="Comma-separated web origins whose pages may call the API from a browser "
                    "(CORS), e.g. http://localhost:3000, or * for any (default: none).")

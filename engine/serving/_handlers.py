@@ -19,10 +19,13 @@ import asyncio
 import collections
 import functools
 import hmac
+import ipaddress
 import json
+import re
+import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from tornado.web import RequestHandler, stream_request_body
 
@@ -139,15 +142,21 @@ class _Base(RequestHandler):
     def set_default_headers(self) -> None:  # also for error responses (``clear`` calls it)
         self.set_header("Content-Type", "application/json")
         origin = self.request.headers.get("Origin")
+        if not origin or not self._origin_allowed(origin):
+            return
+        allowed = self.application.settings["allowed_origins"]
+        self.set_header("Access-Control-Allow-Origin", "*" if "*" in allowed else origin)
+        self.set_header("Vary", "Origin, Access-Control-Request-Headers")
+        self.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+        # The headers the page's client asked for (the openai JS SDK sends eight of its own
+        # x-stainless-* headers), as header names; a bare "*" would not cover Authorization.
+        asked = _HEADER_NAME.findall(self.request.headers.get("Access-Control-Request-Headers", ""))
+        self.set_header("Access-Control-Allow-Headers",
+                        ", ".join(dict.fromkeys(["Authorization", "Content-Type", *asked])))
+
+    def _origin_allowed(self, origin: str) -> bool:
         allowed = self.application.settings.get("allowed_origins", ())
-        if origin and allowed:
-            if "*" in allowed:
-                self.set_header("Access-Control-Allow-Origin", "*")
-            elif origin in allowed:
-                self.set_header("Access-Control-Allow-Origin", origin)
-                self.set_header("Vary", "Origin")
-            self.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-            self.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type")
+        return "*" in allowed or origin in allowed
 
     def options(self, *args: Any) -> None:
         """A browser's CORS preflight: 204, with the allow headers when its origin is allowed
@@ -170,9 +179,28 @@ class _Base(RequestHandler):
                                "invalid_request_error", "param": None, "code": None}})
 
     def authorized(self) -> bool:
-        """True, or the request has been answered with 401."""
+        """True, or the request has been answered with 401 (no token or a wrong one) or 403.
+
+        Without a token (loopback only) the token cannot keep web pages out, so two checks
+        do: a browser request from a page whose origin is not allowed (a form or a no-cors
+        fetch reaches the server without a preflight) and a Host that is no loopback name (a
+        DNS-rebinding page, which would be same-origin and read the replies) are refused.
+        """
         token = self.listener.token
         if not token:
+            origin = self.request.headers.get("Origin")
+            if origin is not None and not self._origin_allowed(origin):
+                self.fail(403, f"Requests from the web page {origin[:100]!r} are not allowed; "
+                               "start the listener with its origin in --allowed-origins.",
+                          code="origin_not_allowed")
+                return False
+            host = self.request.headers.get("Host")
+            if host is not None and not _loopback_name(host):
+                self.fail(403, f"This listener serves without a token, so only on this "
+                               f"machine's loopback names, not as {host[:100]!r}; use "
+                               "127.0.0.1 or localhost, or give the listener a token.",
+                          code="host_not_allowed")
+                return False
             return True
         scheme, _, given = self.request.headers.get("Authorization", "").partition(" ")
         given = given.strip().encode()
@@ -346,7 +374,7 @@ class CompletionsHandler(_Base):
     async def _serve_several(self, engine: Any, body: dict, prompts: list[str]) -> None:
         """A legacy completion over a list of prompts: one request each, as ``Engine.completions``
         serves it, read through the engine's own list builders (choice ``i`` answers prompt
-        ``i``) on executor threads. Rare enough that a thread hop per chunk is no cost."""
+        ``i``) on a thread of its own (``_read_on_own_thread``)."""
         loop = asyncio.get_running_loop()
         try:
             handles = await loop.run_in_executor(None, submit_each, engine, body, prompts)
@@ -365,24 +393,29 @@ class CompletionsHandler(_Base):
             if self.gone:
                 return
             if not request.stream:
-                result = await loop.run_in_executor(
-                    None, functools.partial(responses.text_completion_list, streams, **ids))
+                whole = _read_on_own_thread(
+                    _called(functools.partial(responses.text_completion_list, streams, **ids)))
+                result = await whole.get()
+                if isinstance(result, Exception):
+                    raise result
                 if not self.gone:
                     self.finish(result)
                 return
             self.set_header("Content-Type", "text/event-stream")
             self.set_header("Cache-Control", "no-cache")
             self.flush().add_done_callback(self._flushed)
-            chunks, done = responses.completion_list_chunks(streams, **ids), object()
-            try:
-                while not self.gone:
-                    chunk = await loop.run_in_executor(None, next, chunks, done)
-                    if chunk is done:
-                        break
-                    self.write(_sse(chunk))
-                    self.flush().add_done_callback(self._flushed)
-            except EngineError as exc:  # an Error event: the error object, then the end
-                self.write(_sse(_error_object(exc)))
+            chunks = _read_on_own_thread(responses.completion_list_chunks(streams, **ids))
+            while not self.gone:
+                chunk = await chunks.get()
+                if chunk is _END:
+                    break
+                if isinstance(chunk, EngineError):  # an Error event: the error, then the end
+                    self.write(_sse(_error_object(chunk)))
+                    break
+                if isinstance(chunk, Exception):
+                    raise chunk
+                self.write(_sse(chunk))
+                self.flush().add_done_callback(self._flushed)
             if not self.gone:
                 self.write(b"data: [DONE]\n\n")
                 self.finish()
@@ -493,6 +526,60 @@ class CompletionsHandler(_Base):
             status = 400
         self.set_status(status)
         self.finish({"error": obj})
+
+
+_END = object()
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def _read_on_own_thread(items: Iterable) -> asyncio.Queue:
+    """Iterate ``items`` (a blocking read of generations) on a thread of its own; each item
+    reaches the returned queue, then ``_END`` or the exception that stopped the iteration.
+
+    The loop's default executor admits every request (``Engine.submit``) and has a few
+    threads (CPU count + 4): a read that waits on a whole generation must never hold one, or
+    a handful of list-prompt completions would keep every other client from being admitted.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+
+    def hand_over(item: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:  # the listener stopped: nobody reads the queue any more
+            pass
+
+    def run() -> None:
+        try:
+            for item in items:
+                hand_over(item)
+        except Exception as exc:
+            hand_over(exc)
+        else:
+            hand_over(_END)
+
+    threading.Thread(target=run, name="mlx-notebook-list-reader", daemon=True).start()
+    return queue
+
+
+def _called(fn: Callable[[], Any]):
+    yield fn()
+
+
+def _loopback_name(host: str) -> bool:
+    """Whether a Host header names this machine: localhost (or a name under it) or a loopback
+    address, with or without a port."""
+    name = host.strip().lower()
+    if name.startswith("["):  # [::1]:8080
+        name = name[1:].partition("]")[0]
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def _engine_error(exc: Exception) -> EngineError:

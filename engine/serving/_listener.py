@@ -37,6 +37,9 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 """Largest request body accepted (413 above it)."""
 _log = logging.getLogger("mlx_notebook.engine.serving")
 _BODY_TIMEOUT_S = 120.0
+_HEADER_TIMEOUT_S = 30.0
+# A connection that has not sent a whole request head by then (an idle keep-alive, a client
+# that speaks TLS to this plain-HTTP port, a slow-loris) is closed; tornado's default is an hour.
 _BACKLOG = 1024
 # Connections the kernel queues before accepting: mlx_lm.server's standard-library server
 # listens with a backlog of 5 and resets clients beyond it under a burst.
@@ -85,6 +88,7 @@ class Listener:
         self._served_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._server: HTTPServer | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> "Listener":
@@ -110,9 +114,11 @@ class Listener:
         self._loop = loop
         self.deliveries = Deliveries(loop)
         # A client that stops sending its body mid-way is dropped after _BODY_TIMEOUT_S.
-        server = HTTPServer(self._application(), max_body_size=self.max_body_bytes,
-                            body_timeout=_BODY_TIMEOUT_S)
+        server = _CappedServer(self._application(), max_body_size=self.max_body_bytes,
+                               body_timeout=_BODY_TIMEOUT_S,
+                               idle_connection_timeout=_HEADER_TIMEOUT_S)
         server.add_sockets(sockets)
+        self._server = server
         loop.call_soon(ready.set)
         try:
             loop.run_forever()
@@ -177,6 +183,31 @@ class Listener:
     def untrack(self, record: ServedRequest) -> None:
         with self._served_lock:
             self._served.pop(record.request_id, None)
+
+class _CappedServer(HTTPServer):
+    """An HTTP server that closes a new connection at once when half of the process's file
+    descriptors are already this server's connections.
+
+    Past the process's limit (256 by default on macOS) every accept fails; tornado then logs a
+    traceback per loop turn and spins at full CPU until connections close. Refusing early keeps
+    descriptors for the kernel itself and the loop quiet.
+    """
+
+    def handle_stream(self, stream, address) -> None:
+        if len(self._connections) >= _connection_cap():
+            stream.close()
+            return
+        super().handle_stream(stream, address)
+
+
+def _connection_cap() -> int:
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # no resource module (Windows)
+        return 512
+    return 512 if soft == resource.RLIM_INFINITY else max(32, soft // 2)
+
 
 def _log_request(handler) -> None:
     # tornado's own access log warns on every 4xx, which a notebook would show in whatever

@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import os
 import socket
 import subprocess
 import threading
+import time
 
 import httpx
 import openai
@@ -19,6 +21,7 @@ import pytest
 
 from mlx_notebook.engine import EngineError
 from mlx_notebook.engine.serving import Listener
+from mlx_notebook.engine.serving import _listener as listener_module
 
 
 pytestmark = pytest.mark.model
@@ -222,6 +225,12 @@ def test_cors_is_off_unless_origins_are_allowed(tiny_engine):
         assert r.status_code == 204
         assert r.headers["access-control-allow-origin"] == "http://localhost:3000"
         assert "authorization" in r.headers["access-control-allow-headers"].lower()
+        # The openai JS SDK asks for its own x-stainless-* headers: they are allowed too.
+        stainless = {**preflight, "Access-Control-Request-Headers":
+                     "authorization,content-type,x-stainless-os,x-stainless-retry-count"}
+        r = httpx.options(f"{opened.url}/chat/completions", headers=stainless)
+        assert {"x-stainless-os", "x-stainless-retry-count", "authorization"} <= {
+            h.strip().lower() for h in r.headers["access-control-allow-headers"].split(",")}
         # The answers themselves carry it too, errors included, so a page can read them.
         listed = httpx.get(f"{opened.url}/models", headers={
             "Origin": "http://localhost:3000", "Authorization": f"Bearer {opened.token}"})
@@ -290,7 +299,7 @@ def _chunked(parts: list[bytes]) -> bytes:
 @pytest.mark.parametrize("parts", [[b" " * 3000], [b" " * 200] * 8], ids=["one chunk", "many"])
 def test_a_chunked_body_over_the_limit_is_a_413_not_a_dropped_connection(tiny_engine, parts):
     with Listener(tiny_engine, port=0, token="", max_body_bytes=1024) as small:
-        answer = _raw_post(small.url, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+        answer = _raw_post(small.url, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                            "Transfer-Encoding: chunked\r\nConnection: close", _chunked(parts))
         head, _, payload = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 413")
@@ -303,12 +312,93 @@ def test_a_chunked_body_over_the_limit_is_a_413_not_a_dropped_connection(tiny_en
 
 @pytest.mark.parametrize("length", ["\u00b2", "abc", "-5", "1, 2", "0x10"])
 def test_a_malformed_content_length_is_a_400_that_names_the_header(tiny_listener, length):
-    answer = _raw_post(tiny_listener.url, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+    answer = _raw_post(tiny_listener.url, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                        f"Authorization: Bearer {tiny_listener.token}\r\n"
                        f"Content-Length: {length}\r\nConnection: close", b"{}")
     head, _, payload = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400")
     assert json.loads(payload)["error"]["message"].startswith("The Content-Length header")
+
+
+def test_list_prompt_completions_never_keep_other_clients_from_being_admitted(tiny_engine,
+                                                                              wait_until):
+    """Non-streamed completions of a list of prompts read their whole generation while they
+    wait: as many of them as the loop's executor has threads must not hold every thread, or
+    a three-token chat would wait for them to end before it is even admitted."""
+    threads = min(32, (os.cpu_count() or 1) + 4)  # asyncio's default executor
+    ended: dict[str, float] = {}
+    with Listener(tiny_engine, port=0, token="") as listener:
+        def post(name: str, path: str, body: dict) -> None:
+            reply = httpx.post(f"{listener.url}/{path}", json=body, timeout=300)
+            assert reply.status_code == 200
+            ended[name] = time.monotonic()
+
+        long = [threading.Thread(target=post, args=(f"list {i}", "completions",
+                                                    {"prompt": ["hi", "yo"], "max_tokens": 2000}))
+                for i in range(threads)]
+        for thread in long:
+            thread.start()
+        assert wait_until(lambda: len(listener.served()) == 2 * threads)
+        post("chat", "chat/completions",
+             {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3})
+        for thread in long:
+            thread.join()
+    assert ended["chat"] < min(t for name, t in ended.items() if name != "chat")
+
+
+def test_without_a_token_web_pages_and_rebound_host_names_are_refused(tiny_engine):
+    """A token-less listener (loopback only): a page's form or no-cors fetch reaches it with
+    no preflight, and a DNS-rebinding page would even read the reply; both are refused, while
+    clients on this machine and allowed pages are served."""
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    with Listener(tiny_engine, port=0, token="",
+                  allowed_origins=["http://localhost:3000"]) as listener:
+        url = f"{listener.url}/chat/completions"
+        page = httpx.post(url, content=json.dumps(body),
+                          headers={"Origin": "http://evil.example", "Content-Type": "text/plain"})
+        assert page.status_code == 403 and page.json()["error"]["code"] == "origin_not_allowed"
+        rebound = httpx.post(url, json=body, headers={"Host": f"evil.example:{listener.port}"})
+        assert rebound.status_code == 403
+        assert rebound.json()["error"]["code"] == "host_not_allowed"
+        for host in [f"localhost:{listener.port}", "127.0.0.1", f"[::1]:{listener.port}",
+                     "app.localhost"]:
+            assert httpx.post(url, json=body, headers={"Host": host}).status_code == 200
+        allowed = httpx.post(url, json=body, headers={"Origin": "http://localhost:3000"})
+        assert allowed.status_code == 200
+        assert allowed.headers["access-control-allow-origin"] == "http://localhost:3000"
+
+
+def test_a_connection_that_never_sends_its_request_is_closed(tiny_engine, monkeypatch):
+    """A client that speaks TLS to the plain-HTTP port (or a slow-loris) is not held for
+    tornado's default hour: the connection closes once the head has not come in time."""
+    monkeypatch.setattr(listener_module, "_HEADER_TIMEOUT_S", 0.5)
+    with Listener(tiny_engine, port=0) as listener:
+        with socket.create_connection(("127.0.0.1", listener.port), timeout=30) as sock:
+            sock.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # a TLS ClientHello
+            started = time.monotonic()
+            assert sock.recv(100) == b""
+            assert time.monotonic() - started < 10
+
+
+def test_connections_past_the_cap_are_closed_at_once_and_the_listener_goes_on(
+        tiny_engine, monkeypatch, wait_until):
+    """Connections that hold descriptors without sending anything: past the cap (half the
+    process's descriptors) a new one is closed at once instead of the accept loop failing on
+    every turn; once they go, clients are served again."""
+    monkeypatch.setattr(listener_module, "_connection_cap", lambda: 3)
+    with Listener(tiny_engine, port=0) as listener:
+        idle = [socket.create_connection(("127.0.0.1", listener.port)) for _ in range(3)]
+        assert wait_until(lambda: listener_connections(listener) == 3)
+        with socket.create_connection(("127.0.0.1", listener.port), timeout=30) as extra:
+            assert extra.recv(100) == b""
+        for sock in idle:
+            sock.close()
+        assert wait_until(lambda: listener_connections(listener) == 0)
+        assert httpx.get(f"{listener.url.removesuffix('/v1')}/health").status_code == 200
+
+
+def listener_connections(listener) -> int:
+    return len(listener._server._connections)
 
 
 # -- safety ----------------------------------------------------------------------------------------
