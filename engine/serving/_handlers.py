@@ -172,6 +172,10 @@ class _Base(RequestHandler):
         return self.finish({"error": error})
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
+        if status_code == 405:  # (RFC 9110: a 405 lists the methods the resource has)
+            self.set_header("Allow", ", ".join(
+                [m for m in ("GET", "HEAD", "POST") if m.lower() in type(self).__dict__]
+                + ["OPTIONS"]))
         message = {405: f"{self.request.method} is not allowed on {self.request.path}.",
                    500: "The server failed on this request; see the listener's log."}
         self.finish({"error": {"message": message.get(status_code, self._reason),
@@ -231,6 +235,8 @@ class HealthHandler(_Base):
         self.set_status(200 if ok else 503)
         self.finish({"status": "ok" if ok else "unavailable"})
 
+    head = get  # (uptime checkers ask with HEAD; tornado sends no body for it)
+
 
 class ModelsHandler(_Base):
     """``GET /v1/models``: the one loaded model, as ``mlx_lm.server`` lists models;
@@ -255,6 +261,8 @@ class ModelsHandler(_Base):
             served = f"; this listener serves {model['id']!r}" if model else ""
             self.fail(404, f"The model {model_id!r} is not loaded{served}.", param="model",
                       code="model_not_found")
+
+    head = get
 
 
 class NotFoundHandler(_Base):

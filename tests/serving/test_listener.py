@@ -559,3 +559,18 @@ def test_mlx_notebook_serve_prints_url_and_token_and_serves_until_interrupted(ti
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_wrong_method_is_a_405_that_lists_the_allowed_ones_and_head_checks_health(
+        tiny_listener):
+    root = tiny_listener.url.removesuffix("/v1")
+    auth = {"Authorization": f"Bearer {tiny_listener.token}"}
+    for method, path, allow in [("GET", "/v1/chat/completions", "POST, OPTIONS"),
+                                ("PUT", "/v1/models", "GET, HEAD, OPTIONS"),
+                                ("POST", "/health", "GET, HEAD, OPTIONS")]:
+        reply = httpx.request(method, root + path, headers=auth)
+        assert (reply.status_code, reply.headers["allow"]) == (405, allow)
+        assert reply.json()["error"]["message"] == f"{method} is not allowed on {path}."
+    for path in ["/health", "/v1/models"]:
+        reply = httpx.head(root + path, headers=auth)
+        assert (reply.status_code, reply.content) == (200, b"")
