@@ -242,6 +242,12 @@ class Engine:
                 param="messages" if kind == "chat" else "prompt",
                 code="context_length_exceeded",
             )
+        if context and self.config.max_kv_size is None:
+            # The reply ends where the context does (finish_reason "length"), not past what
+            # the model can attend to. mlx_lm.server decodes on; OpenAI refuses the request,
+            # which would fail every turn of a long conversation asking for a long reply.
+            request = replace(request, max_tokens=min(request.max_tokens,
+                                                      context - len(prompt.tokens)))
         return request, prompt
 
     @contextmanager

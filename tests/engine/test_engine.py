@@ -242,6 +242,20 @@ def test_a_prompt_longer_than_the_context_says_so(tiny_engine):
     assert "context" in info.value.message
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reply_stops_where_the_context_ends(tiny_engine, stream):
+    """A prompt of 2,040 tokens asking for 100 more on a 2,048-token model: 8 tokens, ended
+    for length, rather than decoding past what the model can attend to (or a refusal)."""
+    body = {"prompt": [5] * 2040, "max_tokens": 100, "temperature": 0.0}
+    assert tiny_engine.model_info.context_length == 2048
+    handle = tiny_engine.submit({**body, "stream": stream}, kind="completion")
+    assert handle.request.max_tokens == 8
+    reply = tiny_engine.completions(body)
+    assert reply["usage"]["completion_tokens"] == 8
+    assert reply["choices"][0]["finish_reason"] == "length"
+    list(handle.events())
+
+
 def test_a_seed_makes_sampling_repeatable(tiny_engine, script_body):
     body = script_body("long_story", temperature=1.5, seed=7, max_tokens=40)
     a = tiny_engine.chat_completions(body)["choices"][0]["message"]
