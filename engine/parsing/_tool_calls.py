@@ -142,6 +142,12 @@ def _normalize_call(call: Any) -> dict[str, Any]:
         arguments = {}
     if not isinstance(arguments, dict):
         raise ValueError(f"the arguments of {name!r} are not an object")  # noqa: TRY004
+    try:  # what a client is sent: strict JSON (a parser's literal_eval makes sets, NaN...)
+        json.dumps(arguments, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        what = "NaN or Infinity" if isinstance(exc, ValueError) else exc
+        raise ValueError(f"the arguments of {name!r} hold a value JSON cannot carry "
+                         f"({what})") from None
     if name == "unknown" and set(arguments) == {"raw"}:
         # mlx-lm's glm47 parser labels text it could not read this way.
         raise ValueError("no function name or arguments could be read")

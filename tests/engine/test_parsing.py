@@ -251,3 +251,30 @@ def test_arguments_given_as_text_are_decoded_or_named_in_the_problem():
     assert parsed.tool_calls == []
     assert parsed.problems[0].message == ("The tool call did not parse: the arguments of "
                                           "'search' are the text 'hello', not a JSON object")
+
+
+_OBJECT_X = [{"type": "function", "function": {"name": "f", "parameters": {
+    "type": "object", "properties": {"x": {"type": "object"}}}}}]
+
+
+@pytest.mark.parametrize("family, text, tools, why", [
+    ("glm47", "<tool_call>f<arg_key>x</arg_key><arg_value>{1, 2}</arg_value></tool_call>", None,
+     "Object of type set is not JSON serializable"),
+    ("longcat", "<longcat_tool_call>f<longcat_arg_key>x</longcat_arg_key><longcat_arg_value>1j"
+                "</longcat_arg_value></longcat_tool_call>", None,
+     "Object of type complex is not JSON serializable"),
+    ("qwen3_coder", "<tool_call>\n<function=f>\n<parameter=x>\n{1, 2}\n</parameter>\n"
+                    "</function>\n</tool_call>", _OBJECT_X,
+     "Object of type set is not JSON serializable"),
+    ("qwen3", '<tool_call>{"name": "f", "arguments": {"x": NaN}}</tool_call>', None,
+     "NaN or Infinity"),
+    ("mistral", '[TOOL_CALLS]f[ARGS]{"x": Infinity}', None, "NaN or Infinity"),
+])
+def test_arguments_json_cannot_carry_are_a_problem_not_a_call(family, text, tools, why):
+    """A parser that reads values as Python literals makes sets or complex numbers, and JSON
+    readers take NaN: a client is sent strict JSON, so such a call is a problem that says why
+    (it used to raise in the server's serializer, or send NaN on the wire)."""
+    parsed = parse_output(text, family, tools=tools, starts_in_reasoning=False)
+    assert parsed.tool_calls == []
+    assert parsed.problems[0].message == ("The tool call did not parse: the arguments of 'f' "
+                                          f"hold a value JSON cannot carry ({why})")
