@@ -10,10 +10,11 @@ bracket bookkeeping is ``parsers._brackets.BracketScanner``, shared with the pyt
 from __future__ import annotations
 
 from .parsers._brackets import BracketScanner
+from .parsers.gemma4 import string_quote as GEMMA_QUOTE
 from .parsers.llama3_json import CALL_KEYS
 
-__all__ = ["BareCallScanner", "CallListScanner", "FunctionTagScanner", "JsonCallScanner",
-           "JsonValueScanner", "make_scanner"]
+__all__ = ["BareCallScanner", "CallListScanner", "FunctionTagScanner", "GemmaValueScanner",
+           "JsonCallScanner", "JsonValueScanner", "make_scanner"]
 
 
 class JsonValueScanner:
@@ -103,8 +104,8 @@ def _json(quotes: str = '"') -> JsonValueScanner:
 
 class BareCallScanner(_HeaderThenValue):
     """Finds the end of a bare ``name{...}`` after ``call:``, or rejects it as plain text (a
-    name holds only letters, digits, ``_``, ``.`` and ``-``). Gemma strings are
-    ``<|"|>``-delimited: their ``"`` toggles the string state.
+    name holds only letters, digits, ``_``, ``.`` and ``-``); the value is read by a
+    ``GemmaValueScanner``.
     """
 
     __slots__ = ("_named",)
@@ -116,11 +117,49 @@ class BareCallScanner(_HeaderThenValue):
     def _header(self, text: str, i: int):
         ch = text[i]
         if ch == "{" and self._named:
-            return _json(), 1
+            return GemmaValueScanner(), 1
         if ch.isalnum() or ch in "_.-":
             self._named = True
             return None
         return _REJECT
+
+
+class GemmaValueScanner:
+    """Where a Gemma value closes, inside the ``{`` that opened it. Gemma's strings open and
+    close with the token ``<|"|>`` and know no other quote and no escape, so a ``"`` inside
+    one (``<|"|>TV 55" screen<|"|>``) is text, and brackets count only outside them."""
+
+    __slots__ = ("_depth", "_held", "_in_string")
+
+    def __init__(self) -> None:
+        self._depth = 1
+        self._in_string = False
+        self._held = ""  # the end of the last piece, where the token may have begun
+
+    def feed(self, text: str) -> int | None:
+        held, token = self._held, GEMMA_QUOTE
+        buf, i = held + text, 0
+        self._held = ""
+        while i < len(buf):
+            ch = buf[i]
+            if ch == "<":
+                if buf.startswith(token, i):
+                    self._in_string = not self._in_string
+                    i += len(token)
+                    continue
+                if len(buf) - i < len(token) and token.startswith(buf[i:]):
+                    # Cut inside the token: wait for the rest.
+                    self._held = buf[i:]
+                    return None
+            elif not self._in_string:
+                if ch in "{[":
+                    self._depth += 1
+                elif ch in "}]":
+                    self._depth -= 1
+                    if self._depth == 0:
+                        return i + 1 - len(held)
+            i += 1
+        return None
 
 
 class JsonCallScanner(_HeaderThenValue):

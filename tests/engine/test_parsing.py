@@ -278,3 +278,21 @@ def test_arguments_json_cannot_carry_are_a_problem_not_a_call(family, text, tool
     assert parsed.tool_calls == []
     assert parsed.problems[0].message == ("The tool call did not parse: the arguments of 'f' "
                                           f"hold a value JSON cannot carry ({why})")
+
+
+def test_a_gemma_bare_call_reads_its_strings_by_their_token_so_a_quote_inside_is_text():
+    """``<|"|>TV 55" screen<|"|>``: the lone ``"`` is part of the string, so the bare call
+    closes at its brace, the text after it streams at once, and a later call parses."""
+    text = ('call:buy{item:<|"|>TV 55" screen<|"|>} Checking the price.'
+            '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|> Done.')
+    f = StreamFilter("gemma4", starts_in_reasoning=False)
+    streamed = []
+    for ch in text[:text.index("<|tool_call>")]:
+        streamed += f.feed(ch)
+    assert [e.kind for e in merge_events(streamed)] == ["tool_call", "content"]
+    assert merge_events(streamed)[1].text == " Checking the price."
+    parsed = parse_output(text, "gemma4", starts_in_reasoning=False)
+    assert parsed.tool_calls == [{"name": "buy", "arguments": {"item": 'TV 55" screen'}},
+                                 {"name": "get_weather", "arguments": {"city": "Paris"}}]
+    for size in range(1, 8):
+        assert stream(text, "gemma4", [size], starts_in_reasoning=False) == parsed.events

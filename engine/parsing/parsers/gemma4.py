@@ -22,6 +22,7 @@ __all__ = [
     "parse_tool_call",
     "read_calls",
     "response_channel",
+    "string_quote",
     "think_end",
     "think_label",
     "think_start",
@@ -41,14 +42,14 @@ think_label = "thought\n"  # written right after ``think_start``; not part of th
 # streams), and its label is no more the answer than ``thought`` is the thought.
 response_channel = think_start + "response\n"
 
-_QUOTE = '<|"|>'
+string_quote = '<|"|>'  # opens and closes a string; no escapes inside
 
 
 def parse_tool_call(text: str, tools: Any | None = None):
     body = text.strip()
     body = body.removeprefix(tool_call_start)
     body = body.removesuffix(tool_call_end)
-    calls = read_calls(body, _QUOTE)
+    calls = read_calls(body, string_quote)
     return calls[0] if len(calls) == 1 else calls
 
 
@@ -74,7 +75,7 @@ def read_calls(body: str, quote: str) -> list[dict[str, Any]]:
 class _Reader:
     """Reads one Gemma value at a position; each method returns (value, position after)."""
 
-    def __init__(self, text: str, quote: str = _QUOTE) -> None:
+    def __init__(self, text: str, quote: str = string_quote) -> None:
         self.text = text
         self.quote = quote
 
