@@ -88,7 +88,9 @@ class _HeaderThenValue:
             else:
                 return None
         n = self._value.feed(text[offset:])
-        return None if n is None else offset + n
+        if n is None:
+            return None
+        return offset + n if n >= 0 else n - offset  # (a rejection counts from text[0] too)
 
     def _header(self, text: str, i: int):
         raise NotImplementedError
@@ -162,6 +164,110 @@ class GemmaValueScanner:
         return None
 
 
+_LITERALS = ("true", "false", "null", "NaN", "Infinity")  # (what json.loads takes)
+_COLON, _VALUE, _FIRST_VALUE, _KEY, _FIRST_KEY, _IN_KEY, _IN_STRING, _NUMBER, _WORD, _AFTER = (
+    range(10))
+
+
+class JsonSyntaxScanner:
+    """Where a JSON object closes, read as JSON: the first character JSON cannot have where it
+    stands rejects the object (``-(i + 1)``), so prose that began like a call (an example the
+    model never closes, ``{"name": "f", "parameters": {...} and then``) is given back at
+    once instead of being held until the reply ends. It starts inside the object, right after
+    its first key, which ``JsonCallScanner`` has read.
+    """
+
+    __slots__ = ("_escape", "_stack", "_state", "_word")
+
+    def __init__(self) -> None:
+        self._stack = ["{"]  # the containers open around the text read
+        self._state = _COLON
+        self._word = ""
+        self._escape = False
+
+    def feed(self, text: str) -> int | None:
+        stack, state, word, escape = self._stack, self._state, self._word, self._escape
+        i, n = 0, len(text)
+        while i < n:
+            ch = text[i]
+            if state == _IN_STRING or state == _IN_KEY:
+                if escape:
+                    escape = False
+                elif ch == "\\":
+                    escape = True
+                elif ch == '"':
+                    state = _COLON if state == _IN_KEY else _AFTER
+                elif ch < " ":  # (json.loads refuses a raw control character in a string)
+                    return -(i + 1)
+                i += 1
+                continue
+            if state == _NUMBER:
+                if ch in "0123456789+-.eEInfty":  # (-Infinity too; json.loads judges the rest)
+                    i += 1
+                    continue
+                state = _AFTER  # this character follows the number
+            elif state == _WORD:
+                if ch.isalpha():
+                    word += ch
+                    if not any(literal.startswith(word) for literal in _LITERALS):
+                        return -(i + 1)
+                    i += 1
+                    continue
+                if word not in _LITERALS:
+                    return -(i + 1)
+                state, word = _AFTER, ""
+            if ch in " \t\r\n":
+                i += 1
+                continue
+            if state == _COLON:
+                if ch != ":":
+                    return -(i + 1)
+                state = _VALUE
+            elif state == _VALUE or state == _FIRST_VALUE:
+                if ch == "]" and state == _FIRST_VALUE:
+                    stack.pop()
+                    if not stack:
+                        return i + 1
+                    state = _AFTER
+                elif ch == "{":
+                    stack.append("{")
+                    state = _FIRST_KEY
+                elif ch == "[":
+                    stack.append("[")
+                    state = _FIRST_VALUE
+                elif ch == '"':
+                    state = _IN_STRING
+                elif ch in "-0123456789":
+                    state = _NUMBER
+                elif ch in "tfnNI":
+                    state, word = _WORD, ch
+                else:
+                    return -(i + 1)
+            elif state == _KEY or state == _FIRST_KEY:
+                if ch == '"':
+                    state = _IN_KEY
+                elif ch == "}" and state == _FIRST_KEY:
+                    stack.pop()
+                    if not stack:
+                        return i + 1
+                    state = _AFTER
+                else:
+                    return -(i + 1)
+            else:  # _AFTER a value: a comma, or the close of its container
+                top = stack[-1]
+                if ch == ",":
+                    state = _KEY if top == "{" else _VALUE
+                elif ch == ("}" if top == "{" else "]"):
+                    stack.pop()
+                    if not stack:
+                        return i + 1
+                else:
+                    return -(i + 1)
+            i += 1
+        self._state, self._word, self._escape = state, word, escape
+        return None
+
+
 class JsonCallScanner(_HeaderThenValue):
     """After a bare ``{``: the end of the object if its first key is one a call object starts
     with (``keys``), else a rejection at the first character that shows it is not.
@@ -186,7 +292,7 @@ class JsonCallScanner(_HeaderThenValue):
                 return None
             return None if ch.isspace() else _REJECT
         if ch == '"' and self._key in self._keys:
-            return _json(), 1
+            return JsonSyntaxScanner(), 1
         self._key += ch  # (a key is at most a few characters: a longer one is rejected)
         return None if any(key.startswith(self._key) for key in self._keys) else _REJECT
 

@@ -4,9 +4,12 @@ The buffered parse is checked against hand-written expectations (the independent
 every streaming chunking is then checked against the buffered parse.
 """
 
+import json
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mlx_notebook.engine.parsing import (
     FAMILIES,
     Event,
@@ -296,3 +299,54 @@ def test_a_gemma_bare_call_reads_its_strings_by_their_token_so_a_quote_inside_is
                                  {"name": "get_weather", "arguments": {"city": "Paris"}}]
     for size in range(1, 8):
         assert stream(text, "gemma4", [size], starts_in_reasoning=False) == parsed.events
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                max_size=3),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_json_values, indent=st.sampled_from([None, 1]), cuts=st.lists(
+    st.integers(1, 7), min_size=1, max_size=6), after=st.sampled_from(["", " Done.", "}{["]))
+def test_the_llama_json_scanner_closes_every_json_call_where_json_does(value, indent, cuts,
+                                                                      after):
+    """Whatever JSON a call's parameters hold (NaN, escapes, nesting, newlines from an
+    indent), the scanner closes the object at its last brace, in any chunking."""
+    from mlx_notebook.engine.parsing._body_scanners import JsonCallScanner
+    from mlx_notebook.engine.parsing.parsers.llama3_json import CALL_KEYS
+
+    call = json.dumps({"name": "f", "parameters": value}, indent=indent)
+    text, scanner, at, closed = call[1:] + after, JsonCallScanner(CALL_KEYS), 0, None
+    for size in cuts * len(text):
+        piece = text[at:at + size]
+        n = scanner.feed(piece)
+        if n is not None:
+            closed = at + n
+            break
+        at += size
+    assert closed == len(call) - 1
+
+
+@pytest.mark.parametrize("prose", [
+    '{"name": "get_weather", "parameters": {...} and I run it.',
+    '{"name": "get_weather", "parameters": {"city": Paris}}',
+    '{"name": "get_weather" is how you call it',
+    '{"name": "get_weather", "parameters": {"city": "Par\nis"}}',
+])
+def test_prose_that_opens_like_a_llama_call_streams_at_once(prose):
+    """An example the model writes and never closes (or that is no JSON) is judged at the
+    first character JSON cannot have, so the prose after it is not held to the reply's end
+    and a real call later still parses."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    text = f"Write {prose} Now: " + '{"name": "get_weather", "parameters": {"city": "Oslo"}}'
+    f = StreamFilter("llama3_json", tools=tools, starts_in_reasoning=False)
+    before_call = text[:text.index("Now:")]
+    streamed = "".join(e.text for ch in before_call for e in f.feed(ch))
+    assert len(streamed) >= len(before_call) - len("Now")
+    parsed = parse_output(text, "llama3_json", tools=tools, starts_in_reasoning=False)
+    assert parsed.tool_calls == [{"name": "get_weather", "arguments": {"city": "Oslo"}}]
+    assert parsed.content.startswith(f"Write {prose}")
