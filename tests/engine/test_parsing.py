@@ -350,3 +350,24 @@ def test_prose_that_opens_like_a_llama_call_streams_at_once(prose):
     parsed = parse_output(text, "llama3_json", tools=tools, starts_in_reasoning=False)
     assert parsed.tool_calls == [{"name": "get_weather", "arguments": {"city": "Oslo"}}]
     assert parsed.content.startswith(f"Write {prose}")
+
+
+def test_our_glm47_argument_scan_finds_what_mlx_lm_finds():
+    """The GLM 4.7 parser's argument scan is ours (mlx-lm's pattern costs quadratic time on
+    keys without values): on bodies made of its tags in any order, both give the same call."""
+    from mlx_lm.tool_parsers import glm47 as theirs
+    from mlx_notebook.engine.parsing.parsers import glm47 as ours
+
+    pieces = ["<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "a", "b", " ", "\n",
+              "\\n", "1", '"x"', "{", "}"]
+    rng = random.Random(7)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"type": "string"}}}}}]
+    for _ in range(3000):
+        text = "f" + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 25)))
+        assert ours.parse_tool_call(text, tools) == theirs.parse_tool_call(text, tools), text
+    # 10,000 keys without values, then one with: as in mlx-lm, the first key runs on to the
+    # closing tag that a value follows (mlx-lm takes seconds to find it).
+    body = "f" + "<arg_key>a</arg_key>" * 10_000 + "<arg_key>b</arg_key><arg_value>2</arg_value>"
+    [(key, value)] = ours.parse_tool_call(body)["arguments"].items()
+    assert key == body[len("f<arg_key>"):body.index("</arg_key><arg_value>")] and value == 2

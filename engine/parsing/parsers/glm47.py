@@ -1,0 +1,58 @@
+"""GLM 4.7 ``<tool_call>`` bodies: ``name<arg_key>k</arg_key><arg_value>v</arg_value>...``.
+
+mlx-lm's parser, with its argument scan made linear. Its pattern
+``<arg_key>(.*?)</arg_key>\\s*<arg_value>(.*?)</arg_value>`` lets a key's lazy group run on
+to a later ``</arg_key>`` when no value follows the first, so a body of many keys without
+values (a model stuck repeating ``<arg_key>``) cost time quadratic in its length: 10 s for
+200,000 characters, on the engine thread. The same matches are found here from the positions
+of the closing tags, each looked up once: the same calls, in linear time. Everything else
+(names, the fallback shapes, value decoding by the tool's schema) is mlx-lm's own.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+import regex as re
+from mlx_lm.tool_parsers import glm47 as _mlx
+
+__all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
+
+tool_call_start, tool_call_end = _mlx.tool_call_start, _mlx.tool_call_end
+_KEY, _VALUE_END = "<arg_key>", "</arg_value>"
+_KEY_THEN_VALUE = re.compile(r"</arg_key>(?:\\n|\s)*<arg_value>")
+
+
+def parse_tool_call(text: str, tools: list[Any] | None = None) -> Any:
+    match = _mlx._func_name_regex.search(text)
+    if not match:
+        return _mlx.parse_tool_call(text, tools)  # the fallback shapes (no <arg_key> at all)
+    name = match.group(1).strip()
+    string_args = _mlx._get_string_arg_names(name, tools)
+    arguments = {}
+    for key, value in _arguments(text):
+        arguments[key] = value if key in string_args else _mlx._deserialize(value)
+    return dict(name=name, arguments=arguments)
+
+
+def _arguments(text: str):
+    """(key, value) pairs as ``_func_arg_regex.finditer`` finds them, stripped."""
+    joins = [(m.start(), m.end()) for m in _KEY_THEN_VALUE.finditer(text)]
+    join_starts = [start for start, _ in joins]
+    ends, at = [], text.find(_VALUE_END)
+    while at != -1:
+        ends.append(at)
+        at = text.find(_VALUE_END, at + 1)
+    pos = 0
+    while (key_at := text.find(_KEY, pos)) != -1:
+        key_from = key_at + len(_KEY)
+        j = bisect.bisect_left(join_starts, key_from)  # the first "</arg_key> <arg_value>"
+        if j == len(joins):
+            return
+        value_from = joins[j][1]
+        k = bisect.bisect_left(ends, value_from)  # then the first "</arg_value>"
+        if k == len(ends):
+            return
+        yield text[key_from:joins[j][0]].strip(), text[value_from:ends[k]].strip()
+        pos = ends[k] + len(_VALUE_END)
