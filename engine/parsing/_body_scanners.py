@@ -202,7 +202,7 @@ class JsonSyntaxScanner:
                 i += 1
                 continue
             if state == _NUMBER:
-                if ch in "0123456789+-.eEInfty":  # (-Infinity too; json.loads judges the rest)
+                if ch in "0123456789+-.eEInfinity":  # (-Infinity too; json.loads judges the rest)
                     i += 1
                     continue
                 state = _AFTER  # this character follows the number

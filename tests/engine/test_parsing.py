@@ -8,7 +8,7 @@ import json
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from mlx_notebook.engine.parsing import (
     FAMILIES,
@@ -308,6 +308,7 @@ _json_values = st.recursive(
     max_leaves=12)
 
 
+@example(value=float("-inf"), indent=None, cuts=[1], after="")  # (a number spelled in letters)
 @settings(max_examples=300, deadline=None)
 @given(value=_json_values, indent=st.sampled_from([None, 1]), cuts=st.lists(
     st.integers(1, 7), min_size=1, max_size=6), after=st.sampled_from(["", " Done.", "}{["]))
