@@ -372,3 +372,16 @@ def test_our_glm47_argument_scan_finds_what_mlx_lm_finds():
     body = "f" + "<arg_key>a</arg_key>" * 10_000 + "<arg_key>b</arg_key><arg_value>2</arg_value>"
     [(key, value)] = ours.parse_tool_call(body)["arguments"].items()
     assert key == body[len("f<arg_key>"):body.index("</arg_key><arg_value>")] and value == 2
+
+
+def test_prose_inside_a_call_block_around_an_empty_list_is_kept_as_a_problem():
+    """LFM2's ``[]`` block is no calls and no problem; prose in a block around ``[]`` is not
+    lost without a word."""
+    empty = parse_output("<|tool_call_start|>[]<|tool_call_end|>Done.", "pythonic",
+                         starts_in_reasoning=False)
+    assert [(e.kind, e.text) for e in empty.events] == [("content", "Done.")]
+    block = "<|tool_call_start|>I cannot call a tool for this []. Sorry!<|tool_call_end|>"
+    prose = parse_output(block, "pythonic", starts_in_reasoning=False)
+    assert [(e.kind, e.text) for e in prose.events] == [("problem", block)]
+    assert prose.problems[0].message == ("The tool call did not parse: the block holds text "
+                                         "but no call")

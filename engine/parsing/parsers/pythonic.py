@@ -50,6 +50,8 @@ def parse_tool_call(text: str, tools: Any | None = None) -> list[dict[str, Any]]
         raise ValueError("No function provided.")
     sources = _split_calls(body[start + 1: end])
     if not sources:
+        if body[:start].strip() or body[end + 1:].strip():
+            raise ValueError("the block holds text but no call")  # (kept as a problem's text)
         return []  # "[]": a block with no calls (vLLM's lfm2 tests), not a failed one
     results = []
     for source in sources:
