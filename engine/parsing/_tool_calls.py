@@ -8,6 +8,7 @@ and problems, so the stream filter itself never sees a parser's quirks.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +121,40 @@ def _readable_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
     return readable
 
 
+def _not_json(value: Any, depth: int = 0) -> str | None:
+    """Why ``value`` cannot go to a client as strict JSON in UTF-8, or None."""
+    if depth > _DEEPEST:
+        return "nested too deeply"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a lone surrogate"
+        return None
+    if value is None or isinstance(value, int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "NaN or Infinity"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"a key of type {type(key).__name__}"
+            why = _not_json(key, depth + 1) or _not_json(item, depth + 1)
+            if why:
+                return why
+        return None
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            why = _not_json(item, depth + 1)
+            if why:
+                return why
+        return None
+    return f"a {type(value).__name__}"
+
+
+_DEEPEST = 500
+
+
 def _normalize_call(call: Any) -> dict[str, Any]:
     if not isinstance(call, dict):
         raise ValueError(f"expected a call object, got {type(call).__name__}")  # noqa: TRY004
@@ -134,7 +169,7 @@ def _normalize_call(call: Any) -> dict[str, Any]:
         # Some templates render the arguments as a JSON string.
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             shown = arguments if len(arguments) <= 60 else arguments[:60] + "…"
             raise ValueError(f"the arguments of {name!r} are the text {shown!r}, "
                              "not a JSON object") from None
@@ -142,12 +177,12 @@ def _normalize_call(call: Any) -> dict[str, Any]:
         arguments = {}
     if not isinstance(arguments, dict):
         raise ValueError(f"the arguments of {name!r} are not an object")  # noqa: TRY004
-    try:  # what a client is sent: strict JSON (a parser's literal_eval makes sets, NaN...)
-        json.dumps(arguments, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        what = "NaN or Infinity" if isinstance(exc, ValueError) else exc
-        raise ValueError(f"the arguments of {name!r} hold a value JSON cannot carry "
-                         f"({what})") from None
+    # What a client is sent is strict UTF-8 JSON; a parser's literal_eval makes sets or
+    # integer keys, JSON readers take NaN, and a lone surrogate escape decodes to text no
+    # UTF-8 writer can send.
+    why = _not_json(name) or _not_json(arguments)
+    if why:
+        raise ValueError(f"the arguments of {name!r} hold a value JSON cannot carry ({why})")
     if name == "unknown" and set(arguments) == {"raw"}:
         # mlx-lm's glm47 parser labels text it could not read this way.
         raise ValueError("no function name or arguments could be read")

@@ -21,6 +21,7 @@ import functools
 import hmac
 import ipaddress
 import json
+import logging
 import re
 import threading
 import time
@@ -39,6 +40,7 @@ from ..request._job import PACE_SECONDS, TEXT_EVENTS, urgent
 
 __all__ = ["ServedRequest", "Deliveries", "merge_deltas", "CompletionsHandler", "ModelsHandler",
            "HealthHandler", "NotFoundHandler"]
+_log = logging.getLogger("mlx_notebook.engine.serving")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +102,13 @@ class Deliveries:
                 batches[id(handler)] = batch = (handler, [])
             batch[1].append(event)
         for handler, events in batches.values():
-            for event in merge_deltas(events):
-                handler.on_event(event)
-            handler.send()
+            try:
+                for event in merge_deltas(events):
+                    handler.on_event(event)
+                handler.send()
+            except Exception:  # a bug of ours on one request never drops the others' events
+                _log.exception("The listener failed on request %s", handler.request.path)
+                handler.abort()
         self._signalled = True
         if self._timer is None:
             self._timer = self._loop.call_later(self._pace, self._paced)
@@ -305,7 +311,7 @@ class CompletionsHandler(_Base):
         length = self.request.headers.get("Content-Length")
         if length is not None:
             # HTTP allows a list of equal counts; tornado's int() would also take " 5" or "²".
-            counts = {part.strip() for part in length.split(",")}
+            counts = set(re.split(r",[ \t]*", length))  # (tornado's own reading)
             if len(counts) != 1 or not all(c.isascii() and c.isdigit() for c in counts):
                 await self._refuse(400, f"The Content-Length header ({length[:40]!r}) is not "
                                         "a byte count; send the body's length in bytes.")
@@ -487,6 +493,24 @@ class CompletionsHandler(_Base):
         if last:
             self.out.append(b"data: [DONE]\n\n")
             self.ended.set_result(None)
+
+    def abort(self) -> None:
+        """This request's events could not be written: end it with a server error (the
+        client must not wait for a reply that will not come) and stop its generation."""
+        if self.handle is not None:
+            self.handle.cancel()
+        if self.ended is not None and not self.ended.done():
+            self.ended.set_result(None)
+        self.out.clear()
+        if self.gone or self._finished:
+            return
+        error = EngineRequestError("The server failed on this request; see the listener's log.",
+                                   type="server_error")
+        if self._headers_written:  # a stream under way: its error object, then the end
+            self.write(_sse(_error_object(error)) + b"data: [DONE]\n\n")
+            self.finish()
+        else:
+            self._fail_with(error)
 
     def _respond_whole(self) -> None:
         try:

@@ -262,16 +262,19 @@ _OBJECT_X = [{"type": "function", "function": {"name": "f", "parameters": {
 
 @pytest.mark.parametrize("family, text, tools, why", [
     ("glm47", "<tool_call>f<arg_key>x</arg_key><arg_value>{1, 2}</arg_value></tool_call>", None,
-     "Object of type set is not JSON serializable"),
+     "a set"),
     ("longcat", "<longcat_tool_call>f<longcat_arg_key>x</longcat_arg_key><longcat_arg_value>1j"
                 "</longcat_arg_value></longcat_tool_call>", None,
-     "Object of type complex is not JSON serializable"),
+     "a complex"),
     ("qwen3_coder", "<tool_call>\n<function=f>\n<parameter=x>\n{1, 2}\n</parameter>\n"
-                    "</function>\n</tool_call>", _OBJECT_X,
-     "Object of type set is not JSON serializable"),
+                    "</function>\n</tool_call>", _OBJECT_X, "a set"),
     ("qwen3", '<tool_call>{"name": "f", "arguments": {"x": NaN}}</tool_call>', None,
      "NaN or Infinity"),
     ("mistral", '[TOOL_CALLS]f[ARGS]{"x": Infinity}', None, "NaN or Infinity"),
+    ("qwen3", '<tool_call>{"name": "f", "arguments": {"x": "\\ud83d x"}}</tool_call>', None,
+     "a lone surrogate"),
+    ("glm47", "<tool_call>f<arg_key>x</arg_key><arg_value>{1: 'a', '1': 'b'}</arg_value>"
+              "</tool_call>", None, "a key of type int"),
 ])
 def test_arguments_json_cannot_carry_are_a_problem_not_a_call(family, text, tools, why):
     """A parser that reads values as Python literals makes sets or complex numbers, and JSON
@@ -385,3 +388,12 @@ def test_prose_inside_a_call_block_around_an_empty_list_is_kept_as_a_problem():
     assert [(e.kind, e.text) for e in prose.events] == [("problem", block)]
     assert prose.problems[0].message == ("The tool call did not parse: the block holds text "
                                          "but no call")
+
+
+def test_arguments_too_deep_to_decode_sink_only_their_own_call():
+    deep = "[" * 100_000 + "]" * 100_000
+    text = ('[TOOL_CALLS][{"name": "f", "arguments": {"a": 1}}, '
+            f'{{"name": "g", "arguments": "{deep}"}}]')
+    parsed = parse_output(text, "mistral", starts_in_reasoning=False)
+    assert parsed.tool_calls == [{"name": "f", "arguments": {"a": 1}}]
+    assert "the arguments of 'g' are the text" in parsed.problems[0].message

@@ -310,7 +310,7 @@ def test_a_chunked_body_over_the_limit_is_a_413_not_a_dropped_connection(tiny_en
         assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] == 2
 
 
-@pytest.mark.parametrize("length", ["\u00b2", "abc", "-5", "1, 2", "0x10"])
+@pytest.mark.parametrize("length", ["\u00b2", "abc", "-5", "1, 2", "0x10", "2 ,2"])
 def test_a_malformed_content_length_is_a_400_that_names_the_header(tiny_listener, length):
     answer = _raw_post(tiny_listener.url, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                        f"Authorization: Bearer {tiny_listener.token}\r\n"
@@ -574,3 +574,60 @@ def test_a_wrong_method_is_a_405_that_lists_the_allowed_ones_and_head_checks_hea
     for path in ["/health", "/v1/models"]:
         reply = httpx.head(root + path, headers=auth)
         assert (reply.status_code, reply.content) == (200, b"")
+
+
+def test_one_request_failing_to_write_never_drops_another_requests_events():
+    """Events of every request reach the loop in one wake-up: a request whose events cannot
+    be written is ended alone (``abort``); the others still get theirs."""
+    from mlx_notebook.engine import ContentDelta
+    from mlx_notebook.engine.serving._handlers import Deliveries
+
+    class Handler:
+        request = type("Request", (), {"path": "/v1/chat/completions"})()
+
+        def __init__(self, fails: bool):
+            self.fails, self.got, self.aborted = fails, [], False
+
+        def on_event(self, event):
+            if self.fails:
+                raise UnicodeEncodeError("utf-8", "\ud83d", 0, 1, "surrogates not allowed")
+            self.got.append(event)
+
+        def send(self):
+            pass
+
+        def abort(self):
+            self.aborted = True
+
+    loop = asyncio.new_event_loop()
+    try:
+        deliveries = Deliveries(loop)
+        broken, fine = Handler(True), Handler(False)
+        deliveries._items.extend([(broken, ContentDelta("x")), (fine, ContentDelta("B's")),
+                                  (fine, ContentDelta(" text"))])
+        deliveries._drain()
+    finally:
+        loop.close()
+    assert broken.aborted and not fine.aborted
+    assert fine.got == [ContentDelta("B's text")]
+
+
+def test_a_stream_our_code_fails_to_write_ends_with_an_error_not_a_hang(tiny_listener,
+                                                                       monkeypatch, script_body):
+    from mlx_notebook.engine.serving import _handlers
+
+    real = _handlers._sse
+
+    def failing(obj):
+        if any(c.get("delta", {}).get("content") for c in obj.get("choices", [])):
+            raise RuntimeError("a bug in writing a chunk")
+        return real(obj)
+
+    monkeypatch.setattr(_handlers, "_sse", failing)
+    body = script_body("thinking_disabled", stream=True)
+    with httpx.stream("POST", f"{tiny_listener.url}/chat/completions", json=body, timeout=60,
+                      headers={"Authorization": f"Bearer {tiny_listener.token}"}) as reply:
+        lines = [line for line in reply.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]"
+    assert json.loads(lines[-2][6:])["error"]["type"] == "server_error"
+    assert not any('"content": "Bonjour' in line for line in lines)
