@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 import mlx.core as mx
 
-from .display import format_bytes, plural, tools_unsupported_warning
+from .display import format_bytes, json_safe, plural, tools_unsupported_warning, visible_text
 from .sessions import Session
 
 __all__ = [
@@ -32,13 +32,15 @@ class Report:
     html: str | None = None
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        bundle = {"text/plain": self.plain}
+        # Reports quote replies and cached tokens: their terminal escapes, bidi overrides and
+        # lone surrogates are shown as symbols, as a turn's own text is (``visible_text``).
+        bundle = {"text/plain": visible_text(self.plain)}
         if self.html is not None:
-            bundle["text/html"] = self.html
+            bundle["text/html"] = visible_text(self.html)
         return bundle
 
     def __str__(self) -> str:
-        return self.plain
+        return visible_text(self.plain)
 
 
 def text(plain: str) -> Report:
@@ -241,7 +243,7 @@ def history(session: Session) -> Report:
         lines.append(f"{number}. user: {_short(user)}")
         for call in turn.tool_calls:
             lines.append(f"   tool: {call.name}({json.dumps(call.arguments)}) -> "
-                         f"{call.error or _short(repr(call.result))}")
+                         f"{call.error or _short(json.dumps(json_safe(call.result)))}")
         lines.append(f"   assistant: {_short(turn.text)}{mark}")
     plain = "\n".join(lines)
     return Report(plain, _pre(plain))

@@ -587,8 +587,12 @@ def resolve_tools(names: list[str] | None, namespace: dict) -> list[Tool]:
 
 
 def _redefined(registered: Tool, current: Any) -> bool:
-    """The notebook now holds another callable under a registered tool's name."""
-    return callable(current) and current is not registered.function
+    """The notebook now holds another definition of a registered tool's function under its
+    name (``def get_weather`` run again without ``@tool``). Another callable that only shares
+    the name a tool was given (``from re import search`` beside ``@tool(name="search")``) is
+    not one."""
+    return (callable(current) and current is not registered.function
+            and getattr(current, "__name__", None) == getattr(registered.function, "__name__", ""))
 
 
 def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str | None]:

@@ -35,20 +35,36 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
     Requests can hold Python callables (tools) and results can be any object a tool
     returned; the record must still save into a notebook.
     """
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        return _encodable(value)
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if _depth >= JSON_DEPTH:
         return f"… (nested deeper than {JSON_DEPTH} levels)"
     if isinstance(value, dict):
-        return {str(key): json_safe(item, _depth + 1) for key, item in value.items()}
+        return {_encodable(str(key)): json_safe(item, _depth + 1) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(item, _depth + 1) for item in value]
     try:
         return json_safe(json.loads(json.dumps(value)), _depth)
     except (TypeError, ValueError, RecursionError):
-        return repr(value)
+        pass
+    try:
+        return _encodable(repr(value))
+    except Exception:  # a result's own __repr__ failing must not fail the turn's display
+        return f"<{type(value).__name__} that cannot be shown as text>"
+
+
+def _encodable(text: str) -> str:
+    """``text`` with lone surrogates (``"\\ud83d"``, from a cut emoji) as escapes: the kernel
+    sends outputs as UTF-8 and cannot encode one, which would fail the whole cell."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def _usage(usage: Usage) -> dict:

@@ -111,6 +111,26 @@ def test_non_json_values_are_saved_as_their_repr():
     assert record["timings"]["time_to_first_token"] is None
 
 
+def test_a_result_with_a_lone_surrogate_or_a_failing_repr_still_displays():
+    """A tool result from ``json.loads`` of a cut emoji (``"\\ud83d"``) or an object whose
+    ``__repr__`` raises: every copy of the turn still packs as the kernel sends it (UTF-8
+    JSON), with the surrogate as its escape and the object named."""
+    from jupyter_client.session import json_packer
+
+    class Weird:
+        def __repr__(self):
+            raise RuntimeError("repr blew up")
+
+    result = {"note": "\ud83d", "\udc80key": [Weird()]}
+    turn = make_turn(tool_calls=[{"id": "c", "name": "w", "arguments": {}, "result": result,
+                                  "error": None}])
+    data = turn_mimebundle(turn)[0]
+    for mime, value in data.items():
+        json_packer({"data": {mime: value}})
+    assert data[TURN_MIME_TYPE]["tool_calls"][0]["result"] == {
+        "note": "\\ud83d", "\\udc80key": ["<Weird that cannot be shown as text>"]}
+
+
 def test_html_shows_reasoning_folded_tool_card_answer_and_footer():
     html = turn_mimebundle(make_turn(), reasoning_tokens=12, reasoning_seconds=0.4)[0]["text/html"]
     assert '<details class="mlxnb-reasoning"' in html and "<details class=\"mlxnb-reasoning\" open" not in html

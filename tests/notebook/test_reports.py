@@ -113,3 +113,16 @@ def test_load_model_summary_says_which_dtype_auto_chose_and_why():
         "538.1 MB, context 8192 tokens, thinking: no, tool calls: no.")
     chosen = ModelInfo(**base, dtype="float32", dtype_reason="dtype='float32' asked for float32")
     assert "[" not in str(reports.model_summary(chosen))
+
+
+def test_reports_show_a_replys_terminal_escapes_as_symbols():
+    """``%mlx history`` quotes replies: an escape that would retitle the terminal, write the
+    clipboard or clear the screen, and a bidi override, are shown, not sent raw."""
+    turn = Turn(model="m", session="s", request={"messages": []},
+                content="Sure.\x1b]0;pwned\x07\x1b[2J\u202eevil", finish_reason="stop",
+                user_message={"role": "user", "content": "hi"})
+    session = Session("s")
+    session.turns.append(turn)
+    report = reports.history(session)
+    for shown in (str(report), *report._repr_mimebundle_().values()):
+        assert "\x1b" not in shown and "\u202e" not in shown and "evil" in shown

@@ -303,6 +303,22 @@ def test_a_registered_tool_redefined_without_the_decorator_is_the_one_offered():
     assert resolve_tools(["lookup"], {"lookup": registered.function}) == [registered]
 
 
+def test_a_tool_named_apart_from_its_function_is_not_replaced_by_a_namesake():
+    """``@tool(name="search")`` on ``web_search`` beside ``from re import search``: the
+    registered tool is offered, not the unrelated function that shares its name."""
+    import re
+
+    @mlx_notebook.tool(name="search")
+    def web_search(query: str) -> str:
+        """Search the web."""
+        return f"results for {query}"
+
+    (offered,) = resolve_tools(["search"], {"search": re.search, "web_search": web_search})
+    assert offered is registered_tools()["search"]
+    assert (offered.description, list(offered.parameters["properties"])) == (
+        "Search the web.", ["query"])
+
+
 def test_a_name_given_twice_is_offered_once_and_a_class_is_not_a_tool():
     assert [t.name for t in resolve_tools(["get_weather", "get_weather"], {"get_weather": get_weather})] == [
         "get_weather"]
