@@ -85,11 +85,12 @@ def run_turn(
             try:
                 current[0] = engine.submit(body, kind=kind)
             except Exception as exc:
-                if number > 0 and view is not None:  # shown already: end it in its error state
-                    turn.fail(exc)
-                    _end(turn, started)
-                    view.finish(turn)
-                raise
+                if number == 0:  # nothing ran: the error alone, as for a rejected request
+                    raise
+                # A later round: the model and the tools ran, and the turn keeps what they
+                # did (it becomes ``_``, and the cell says why it stopped).
+                turn.fail(_after_tools(exc, turn.rounds[-1], number))
+                break
             if stop_pressed.is_set():  # pressed while the tools ran or this round was sent
                 current[0].cancel()
             round_ = turn.begin_round(body, current[0].id)
@@ -121,6 +122,20 @@ def run_turn(
         raise
     _end(turn, started)
     return turn
+
+
+def _after_tools(exc: Exception, tools_round: Round, number: int) -> Exception:
+    """A round after tools ran was refused: a prompt past the context says which results
+    made it so (a fresh session would not help: the tools would run again)."""
+    if not (isinstance(exc, EngineRequestError)
+            and exc.error.get("code") == "context_length_exceeded"):
+        return exc
+    sizes = ", ".join(f"{call.name} returned {len(call.message_content()):,} characters"
+                      for call in tools_round.tool_calls)
+    return EngineRequestError(
+        f"{exc.message.rstrip('.').split(';')[0]} once the tool results of round {number} were "
+        f"added ({sizes}); have the tools return less.", param=exc.param,
+        code="tool_results_too_long")
 
 
 def _end(turn: Turn, started: float) -> None:

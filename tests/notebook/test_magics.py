@@ -505,6 +505,28 @@ def test_tool_loop_calls_a_python_function_and_answers_from_its_result(reasoner_
 
 
 @pytest.mark.model
+def test_a_tool_result_past_the_context_names_the_tool_and_the_turn_stays_in_underscore(
+        reasoner_shell, capsys):
+    """The model ran and called a tool whose result (a short web page) does not fit the
+    2,048-token context: the cell says which result did it (a fresh session would not help,
+    the tool would run again) and the turn, its call and result included, is ``_``."""
+    description = script("single_tool_call")["tools"][0]["function"]["description"]
+    reasoner_shell.run_cell(
+        f'def get_weather(city: str):\n    """{description}"""\n    return "sunny " * 2000')
+    question = script("single_tool_call")["messages"][0]["content"]
+    result, _, err = run(reasoner_shell, f"%%chat --new --session big --no-stream "
+                                         f"--tools get_weather\n{question}", capsys)
+    message = str(result.error_in_exec)
+    assert message.startswith("%%chat: the prompt is ")
+    assert message.endswith(" once the tool results of round 1 were added (get_weather returned "
+                            "12,000 characters); have the tools return less.")
+    assert "--new" not in message and err == f"UsageError: {message}\n"
+    turn = reasoner_shell.user_ns["_"]
+    assert turn.error and turn.tool_calls[0]["result"] == "sunny " * 2000
+    assert len(turn.rounds) == 1 and not turn.in_history
+
+
+@pytest.mark.model
 def test_decorated_tools_are_offered_without_naming_them(reasoner_shell, capsys, monkeypatch):
     import mlx_notebook.tools
 
