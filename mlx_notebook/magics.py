@@ -562,7 +562,8 @@ class MlxMagics(Magics):
             with as_usage_errors("%mlx trace"):
                 return engine.trace(value.rounds[-1].request_id)
         if not isinstance(value, str):
-            raise UsageError(f"%mlx trace: '{args.text}' is a {type(value).__name__}, not text or a turn.")
+            raise UsageError(f"%mlx trace: '{args.text}' is of type {type(value).__name__}, not "
+                             "text or a turn.")
         if args.family is None:
             raise UsageError("%mlx trace: give the parser family to trace text, e.g. --family qwen3.")
         kwargs: dict[str, Any] = {} if args.chunking is None else {"chunking": args.chunking}
@@ -617,6 +618,9 @@ class MlxMagics(Magics):
             if value == "":
                 changes[key] = None
                 continue
+            if key == "session" and not value.strip():  # every %%chat would refuse it
+                raise UsageError("%mlx config: session needs a name, e.g. session=notes "
+                                 "(session= removes the default).")
             changes[key] = config_fragment(key, value, self.engine)
             _parse(self.chat, changes[key], f"%mlx config {key}")  # validated as the cell would be
         for key, fragment in changes.items():

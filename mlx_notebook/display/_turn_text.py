@@ -72,8 +72,11 @@ def _inert_html(text: str) -> str:
     width space goes after each ``<`` that could open a tag, comment or autolink, and between
     ``!`` and ``[``: it shows as nothing, and no tag starts with it. Code spans and indented
     code get it too (the text around a part, once joined, may make them something else), and
-    a fence the part leaves open is closed, so that no part changes how the next one parses."""
-    if "<" not in text and "![" not in text and "```" not in text and "~~~" not in text:
+    a fence the part leaves open is closed, so that no part changes how the next one parses.
+    A ``javascript:``, ``vbscript:`` or ``data:`` scheme gets one too, so that a link to it,
+    which ``text/html`` shows as text, is no live link in a Markdown renderer either."""
+    if ("<" not in text and "![" not in text and "```" not in text and "~~~" not in text
+            and not _SCHEMES.search(text)):
         return text
     text = normalized_markdown(text)
     lines = text.split("\n")
@@ -88,11 +91,13 @@ def _inert_html(text: str) -> str:
             if end == len(lines) and not (last.startswith(token.markup) and set(last) == {
                     token.markup[0]}):
                 closer = "\n" + token.markup  # the part ends inside this fence
-    return "\n".join(line if code else _OPENINGS.sub("\\g<0>\u200b", line)
-                     for line, code in zip(lines, in_code)) + closer
+    return "\n".join(line if code else _SCHEMES.sub("\\g<0>\u200b", _OPENINGS.sub(
+        "\\g<0>\u200b", line)) for line, code in zip(lines, in_code)) + closer
 
 
 _OPENINGS = re.compile(r"<(?=[A-Za-z/!?])|!(?=\[)")
+# The scheme word, before its colon (or the colon as an entity, which Markdown decodes).
+_SCHEMES = re.compile(r"(?i)(?:javascript|vbscript|data)(?=:|&#0*58;|&#x0*3a;|&colon;)")
 
 
 def _markdown_part(part: dict) -> str | None:

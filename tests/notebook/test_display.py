@@ -436,6 +436,23 @@ def test_markdown_hostile_shapes(content, name, shown):
     assert shown in rendered.replace("\u200b", "")
 
 
+@pytest.mark.parametrize("link", ["javascript:alert(1)", "JavaScript&#58;alert(1)",
+                                  "vbscript:msgbox(1)", "data:text/html,<script>x</script>"])
+def test_markdown_links_to_script_schemes_are_not_live(link):
+    """``text/html`` shows such a link as text; a Markdown renderer gets no live link either
+    (the scheme word carries a zero-width space)."""
+    from markdown_it import MarkdownIt
+
+    turn = make_turn(content=f"See [the docs]({link}).", rounds=[], tool_calls=[])
+    markdown = turn_mimebundle(turn)[0]["text/markdown"]
+    md = MarkdownIt("commonmark")
+    md.validateLink = lambda url: True  # as a renderer that checks no scheme (marked)
+    rendered = md.render(markdown)
+    assert not any(f'href="{scheme}:' in rendered.lower()
+                   for scheme in ("javascript", "vbscript", "data"))
+    assert "the docs" in rendered
+
+
 def test_a_nan_log_probability_draws_as_zero_not_nan():
     from mlx_notebook.display import probability_colour
 

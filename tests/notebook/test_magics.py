@@ -889,6 +889,8 @@ def test_a_tool_redefined_without_the_decorator_is_the_one_called(reasoner_shell
                                   "no_interpolate, no_stream, presence_penalty, raw, "
                                   "repetition_penalty, seed, session, show_request, stop, system, "
                                   "temperature, think, think_budget, tokens, tools, top_k, top_p."),
+        ('%mlx config session=" "', "%mlx config: session needs a name, e.g. session=notes "
+                                    "(session= removes the default)."),
     ],
 )
 def test_config_refuses_what_no_cell_could_use_and_keeps_the_defaults(bare_shell, capsys, source, message):
