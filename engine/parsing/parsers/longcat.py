@@ -1,0 +1,33 @@
+"""LongCat ``<longcat_tool_call>`` bodies: GLM 4.7's shape with ``longcat_`` tag names.
+
+mlx-lm's parser with the argument scan of ``glm47.arg_pairs``, linear where mlx-lm's pattern
+costs time quadratic in a body of keys without values; everything else is mlx-lm's own.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mlx_lm.tool_parsers import longcat as _mlx
+
+from .glm47 import arg_pairs
+
+__all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
+
+tool_call_start, tool_call_end = _mlx.tool_call_start, _mlx.tool_call_end
+
+
+def parse_tool_call(text: str, tools: list[Any] | None = None) -> Any:
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass
+    name = _mlx._func_name_regex.search(text).group(1).strip()  # (no key: AttributeError, as mlx-lm)
+    arguments = {}
+    for key, value in arg_pairs(text, "longcat_"):
+        string = _mlx._is_string_type(name, key, tools)
+        arguments[key] = value if string else _mlx._deserialize(value)
+    return dict(name=name, arguments=arguments)
