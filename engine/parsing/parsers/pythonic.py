@@ -155,8 +155,8 @@ def _repair(source: str) -> str:
                 escape = True
                 out.append(ch)
             elif ch == quote:
-                rest = source[i + 1:].lstrip()
-                if not rest or rest[0] in ",)]}:":
+                after = _NEXT_NON_SPACE.search(source, i + 1)  # (a slice here: quadratic)
+                if after is None or after.group() in ",)]}:":
                     quote = ""
                     out.append(ch)
                 else:
@@ -178,6 +178,9 @@ def _repair(source: str) -> str:
             out.append(ch)
         i += 1
     return "".join(out)
+
+
+_NEXT_NON_SPACE = re.compile(r"\S")
 
 
 def _in_word(source: str, i: int) -> bool:
