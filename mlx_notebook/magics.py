@@ -572,7 +572,7 @@ class MlxMagics(Magics):
         try:
             return trace_text(value, args.family, **kwargs)
         except (KeyError, ValueError) as exc:
-            raise UsageError(f"%mlx trace: {str(exc).strip(repr(''))}") from None
+            raise usage_error("%mlx trace", ValueError(str(exc).strip(repr("")))) from None
 
     @magic_arguments(name="mlx sessions")
     def _sessions(self, line: str):
