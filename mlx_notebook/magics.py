@@ -68,9 +68,11 @@ def _parse(func: Any, line: str, magic: str):
         raise UsageError(f"{magic}: cannot split the options ({exc}); check the quotes.") from None
 
 
-_DASHED_VALUE_OPTIONS = ("--api-key", "--token", "--system", "--message", "--stop", "--logit-bias")
+_DASHED_VALUE_OPTIONS = ("--api-key", "--token", "--system", "--message", "--stop", "--logit-bias",
+                         "--chunking")
 """Options whose value may begin with '-': a key or token (``token_urlsafe`` draws one so one
-time in 64), free text (``--system '- Be terse.'``, ``--stop '-x'``) or a bias (``-1=5``).
+time in 64), free text (``--system '- Be terse.'``, ``--stop '-x'``), a bias (``-1=5``) or a
+chunking that is wrong (``--chunking -1,2``, which then gets its own message).
 argparse would take such a value for an option and say the value is missing."""
 
 

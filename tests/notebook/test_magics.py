@@ -196,6 +196,9 @@ def test_mlx_trace_runs_the_parser_debugger_on_a_variable(bare_shell, capsys):
     assert error.startswith("Unknown parser family 'klingon'")
     fails_with(bare_shell, "%mlx trace reply --family klingon",
                "%mlx trace: u" + error[1:], capsys)  # (a sentence after the colon)
+    fails_with(bare_shell, "%mlx trace reply --family qwen3 --chunking -1,2",
+               "%mlx trace: argument --chunking: '-1,2' is not tokens, random, a size or a list "
+               "like 1,3,7; see %mlx help trace for the options.", capsys)
 
 
 def _trace_error(family: str) -> str:
