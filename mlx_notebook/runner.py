@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable, Iterator, Protocol
 
 from mlx_notebook.engine import (
-    EngineDeadError, EngineEvent, EngineRequestError, chat_chunks, completion_chunks,
+    EngineDeadError, EngineError, EngineEvent, EngineRequestError, chat_chunks, completion_chunks,
 )
 
 from .display import plural
@@ -85,8 +85,8 @@ def run_turn(
             try:
                 current[0] = engine.submit(body, kind=kind)
             except Exception as exc:
-                if number == 0:  # nothing ran: the error alone, as for a rejected request
-                    raise
+                if number == 0 or not isinstance(exc, EngineError):
+                    raise  # nothing ran (the error alone, as for a rejected request), or a bug
                 # A later round: the model and the tools ran, and the turn keeps what they
                 # did (it becomes ``_``, and the cell says why it stopped).
                 turn.fail(_after_tools(exc, turn.rounds[-1], number))
