@@ -24,7 +24,7 @@ from mlx_notebook.engine import (
 from .display import plural
 from .testing import record_reply
 from .tools import Tool, call_tool
-from .turn import Round, Turn
+from .turn import STOPPED_RUNNING, Round, Turn
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +209,10 @@ def _run_tools(round_: Round, tools: list[Tool], confirm: Confirm | None, view: 
         if confirm is not None and not confirm(call.name, call.arguments):
             call.error = "the user declined to run this tool call"
         else:
-            call.result, call.error = call_tool(tools, call.name, call.arguments)
+            try:
+                call.result, call.error = call_tool(tools, call.name, call.arguments)
+            except KeyboardInterrupt:  # it ran, so not "not run" (what the calls after it say)
+                call.error = STOPPED_RUNNING
+                raise
         if view is not None:
             _shown_on(view, "tool_result", call.id, result=call.result, error=call.error)

@@ -31,6 +31,8 @@ event ``cancelled``; the fold translates it at the boundary."""
 
 NOT_RUN = "not run: the user stopped the turn"
 """A stopped turn's error for the tool calls it never ran."""
+STOPPED_RUNNING = "stopped while it ran: the user stopped the turn"
+"""A stopped turn's error for the tool call that was running when it stopped."""
 
 
 def _plural(count: int, noun: str) -> str:

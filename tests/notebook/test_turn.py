@@ -77,6 +77,26 @@ def test_a_cancelled_round_folds_as_stopped_and_unrun_calls_say_why():
     assert turn.tool_calls[0].error == "not run: the user stopped the turn"
 
 
+def test_a_tool_stopped_while_it_runs_says_so_and_the_calls_after_it_never_ran():
+    from mlx_notebook.engine._events import Finished, Started, ToolCall
+    from mlx_notebook.runner import _run_tools
+    from mlx_notebook.tools import make_tool
+
+    def slow(city: str) -> str:
+        """Wait for a reply that does not come."""
+        raise KeyboardInterrupt  # Kernel > Interrupt while the tool runs
+
+    turn = Turn(model="m", session="s", request={})
+    for event in [Started("r1", 5, 0), ToolCall(0, "c1", "slow", {"city": "Oslo"}, ""),
+                  ToolCall(1, "c2", "slow", {"city": "Rome"}, ""), Finished("tool_calls")]:
+        turn.apply(event)
+    with pytest.raises(KeyboardInterrupt):
+        _run_tools(turn.rounds[0], [make_tool(slow)], None, None)
+    turn.mark_stopped()
+    assert [call.error for call in turn.tool_calls] == [
+        "stopped while it ran: the user stopped the turn", "not run: the user stopped the turn"]
+
+
 def test_a_call_that_fails_after_it_started_still_counts_its_prompt():
     # The live footer showed the prompt's counts from Started; the saved turn says the same.
     from mlx_notebook.engine._errors import EngineRequestError
