@@ -23,6 +23,7 @@ the call.
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import datetime
 import decimal
@@ -30,6 +31,7 @@ import enum
 import functools
 import inspect
 import json
+import math
 import pathlib
 import re
 import threading
@@ -503,6 +505,8 @@ def _schema(hint: Any, enclosing: tuple[type, ...] = ()) -> dict:
         return {"type": "array", "items": _schema(args[0], enclosing)}
     if origin is tuple and len(args) == 2 and args[1] is ...:
         return {"type": "array", "items": _schema(args[0], enclosing)}
+    if origin in (set, frozenset) and args:
+        return {"type": "array", "items": _schema(args[0], enclosing), "uniqueItems": True}
     if origin is tuple and ... not in args:
         return {"type": "array", "prefixItems": [_schema(a, enclosing) for a in args]}
     if origin is dict and len(args) == 2:
@@ -516,8 +520,10 @@ def _ours(hint: Any) -> bool:
     if isinstance(hint, type):
         return (_record_fields(hint) is not None or _is_root_model(hint)
                 or issubclass(hint, _TEXT_TYPES) or issubclass(hint, decimal.Decimal))
-    return typing.get_origin(hint) is not typing.Literal and any(
-        _ours(arg) for arg in typing.get_args(hint))
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (set, frozenset) or origin is tuple and args[-1:] == (...,):
+        return True  # (transformers refuses the ``...`` and has no form for a set)
+    return origin is not typing.Literal and any(_ours(arg) for arg in args)
 
 
 _TEXT_TYPES = (datetime.date, datetime.time, uuid.UUID, pathlib.PurePath)
@@ -605,6 +611,12 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
     if name not in by_name:
         offered = ", ".join(sorted(by_name)) or "none"
         return None, f"unknown tool '{name}' (tools offered: {offered})"
+    if not isinstance(arguments, dict):
+        return None, f"bad arguments for {name}: they must be an object, got {_written(arguments)}"
+    try:  # the tool gets its own copy: what the model wrote stays as it wrote it
+        arguments = copy.deepcopy(arguments)
+    except Exception:  # noqa: BLE001 -- an object of the caller's that cannot be copied
+        pass
     function = by_name[name].function
     signature = inspect.signature(function)
     _fields_read.clear()
@@ -614,7 +626,7 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
             p.kind is p.VAR_KEYWORD for p in signature.parameters.values())):
         return None, f"bad arguments for {name}: unexpected argument '{unexpected[0]}'"
     try:
-        keywords = _coerced(function, dict(arguments), signature)
+        keywords = _coerced(function, arguments, signature)
         positional = []
         for parameter in signature.parameters.values():  # sent by name, passed by position
             if parameter.kind is not parameter.POSITIONAL_ONLY or parameter.name not in keywords:
@@ -658,7 +670,9 @@ def _said(exc: BaseException) -> str:
     """An exception's message, even from one whose ``__str__`` raises."""
     try:
         return str(exc)
-    except Exception:  # noqa: BLE001
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 -- even a GeneratorExit from a __str__
         return f"(its message could not be read: {type(exc).__name__}.__str__ failed)"
 
 
@@ -666,17 +680,31 @@ def _coerced(function: Callable[..., Any], arguments: dict,
              signature: inspect.Signature) -> dict:
     """The model's JSON arguments as the function's hints ask for them: an Enum's member for
     its value, ``"false"`` as a bool, numbers written as text as numbers, a list or object
-    sent as JSON text decoded. An Enum or Literal value outside its choices raises ValueError
-    (the model reads it and may retry); anything else is passed as it came. A ``null`` for a
-    parameter whose default is None is that default, whatever its hint."""
+    sent as JSON text decoded. A value of another JSON kind than the hint's (``"two"`` for an
+    ``int``), or an Enum or Literal value outside its choices, raises ValueError (the model
+    reads it and may retry). A ``null`` for a parameter with a default is that default, where
+    the hint does not take None: models taught OpenAI's strict schemas write null for an
+    argument they leave out."""
     try:
         hints = typing.get_type_hints(_described(function))
     except Exception:  # noqa: BLE001 -- make_tool said what it could; call with what came
         return arguments
+    empty = inspect.Parameter.empty
     defaults = {p.name: p.default for p in signature.parameters.values()}
-    coerced = {key: _coerce(value, hints[key], key)
-               if key in hints and not (value is None and defaults.get(key, ...) is None)
-               else value for key, value in arguments.items()}
+    extra = next((p.name for p in signature.parameters.values()
+                  if p.kind is p.VAR_KEYWORD and p.name in hints), None)  # ``**options: str``
+    coerced = {}
+    for key, value in arguments.items():
+        hint = hints.get(key if key in defaults else extra, empty)
+        if hint is empty or value is None and defaults.get(key, empty) is None:
+            coerced[key] = value
+            continue
+        try:
+            coerced[key] = _coerce(value, hint, key)
+        except ValueError:
+            if value is None and defaults.get(key, empty) is not empty:
+                continue  # the default
+            raise
     try:
         annotated = typing.get_type_hints(_described(function), include_extras=True)
     except Exception:  # noqa: BLE001 -- read above already
@@ -718,7 +746,7 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         options = [a for a in args if a is not type(None)]
         if value is None and len(options) < len(args) or any(_fits(value, o) for o in options):
             return value  # already one of the types: "007" for int | str stays text
-        refusals = []
+        refusals, unchecked = [], False
         for option in options:
             try:
                 coerced = _coerce(value, option, key)
@@ -727,9 +755,13 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
                 continue
             if coerced is not value:
                 return coerced
-        if refusals:  # no type took it, and one said why (Literal["a"] | int with "b")
-            raise refusals[0]
-        return value
+            unchecked = True  # a type we do not check (a class of the user's) took it as is
+        if unchecked or not refusals:
+            return value
+        if len(refusals) > 1 and all(map(_expected, options)):  # int | list[int] given "x"
+            raise ValueError(f"'{key}' must be {' or '.join(map(_expected, options))}, got "
+                             f"{_written(value)}")
+        raise refusals[0]  # no type took it, and one said why (Literal["a"] | int with "b")
     if origin is typing.Literal:
         for choice in args:  # the value as written first, then as the text of a choice
             if _same(value, choice):
@@ -767,29 +799,85 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         if hint is int and _INTEGER.fullmatch(text):
             return int(text)
         if hint is float and _NUMBER.fullmatch(text):
-            return float(text)
+            return _checked(float(text), hint, key)  # ("1e999" is no number a tool can use)
         container = origin or hint
-        if container in (list, dict) and text[:1] in "[{":
+        if container in (list, dict, tuple, set, frozenset) and text[:1] in "[{":
             try:
                 decoded = json.loads(text)
             except ValueError:
-                return value
-            if isinstance(decoded, container):
+                decoded = value
+            if isinstance(decoded, (list, dict)):
                 return _coerce(decoded, hint, key)
-        return value
+        return _checked(value, hint, key)
     if hint is int and isinstance(value, float) and value.is_integer():
         return int(value)
-    if origin is list and args and isinstance(value, list):
-        return [_coerce(item, args[0], key) for item in value]
+    if hint is bool and type(value) is int and value in (0, 1):
+        return bool(value)  # (as pydantic reads them)
+    if origin in (list, set, frozenset) and args and isinstance(value, list):
+        return origin(_coerce(item, args[0], f"{key}[{i}]") for i, item in enumerate(value))
     if origin is tuple and args and isinstance(value, list):
         if len(args) == 2 and args[1] is ...:
-            return tuple(_coerce(item, args[0], key) for item in value)
+            return tuple(_coerce(item, args[0], f"{key}[{i}]") for i, item in enumerate(value))
         if len(args) != len(value):
             raise ValueError(f"'{key}' must have {len(args)} items, got {len(value)}")
-        return tuple(_coerce(item, arg, key) for item, arg in zip(value, args))
+        return tuple(_coerce(item, arg, f"{key}[{i}]")
+                     for i, (item, arg) in enumerate(zip(value, args)))
     if origin is dict and len(args) == 2 and isinstance(value, dict):
-        return {k: _coerce(item, args[1], key) for k, item in value.items()}
-    return value
+        return {_key(k, args[0], key): _coerce(item, args[1], f"{key}.{k}")
+                for k, item in value.items()}
+    return _checked(value, hint, key)
+
+
+def _key(text: str, hint: Any, key: str) -> Any:
+    """An object's key (always text in JSON) as the dict's key type asks (``dict[int, ...]``)."""
+    try:
+        return _coerce(text, hint, key)
+    except ValueError:
+        raise ValueError(f"the keys of '{key}' must be {_expected(hint) or hint}, got "
+                         f"{_written(text)}") from None
+
+
+_KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+          list: "a list", tuple: "a list", set: "a list", frozenset: "a list",
+          dict: "an object"}
+"""The JSON kinds a hint's type is checked against before the function is called."""
+
+
+def _expected(hint: Any) -> str | None:
+    """What a value of ``hint`` is, in the model's words ("an integer"), where we check it."""
+    if typing.get_origin(hint) is typing.Literal:
+        return f"one of {', '.join(json.dumps(a, default=str) for a in typing.get_args(hint))}"
+    return _KINDS.get(typing.get_origin(hint) or hint)
+
+
+def _checked(value: Any, hint: Any, key: str) -> Any:
+    """``value`` when it is of the JSON kind ``hint`` asks for (or ``hint`` is no kind we
+    check: a class of the user's, ``Any``); ValueError saying what was expected otherwise, so
+    the function never runs with ``"two"`` for an ``int``."""
+    kind = typing.get_origin(hint) or hint
+    if (expected := _KINDS.get(kind)) is None:
+        return value
+    if kind is float and isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"'{key}' must be a finite number, got {value!r}")
+    if kind is bool:
+        fits = isinstance(value, bool)
+    elif kind in (int, float):
+        fits = isinstance(value, int if kind is int else (int, float)) and not isinstance(
+            value, bool)
+    else:
+        fits = isinstance(value, (list, tuple) if kind in (tuple, set, frozenset) else kind)
+    if fits:
+        return value
+    raise ValueError(f"'{key}' must be {expected}, got {_written(value)}")
+
+
+def _written(value: Any) -> str:
+    """A value as the model wrote it (JSON), shortened for a message."""
+    try:
+        text = json.dumps(value, default=str, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _record(value: Any, hint: type, fields: list[_Field], key: str) -> Any:

@@ -481,7 +481,7 @@ def test_a_value_already_of_a_hinted_type_is_left_as_it_is():
 
     assert call_tool([make_tool(g)], "g", {"lv": 0, "maybe": "OFF"}) == ((Level.OFF, Level.OFF), None)
     assert call_tool(tool, "f", {"units": ["k"]})[1] == (
-        "bad arguments for f: 'units' must be one of \"c\", \"f\", got \"k\"")
+        "bad arguments for f: 'units[0]' must be one of \"c\", \"f\", got \"k\"")
     deep = "[" * 100_000 + "]" * 100_000
 
     def g(items: list) -> int:
@@ -649,7 +649,9 @@ def test_a_partials_setting_and_a_value_no_union_member_takes_are_refused():
     assert call_tool([tool], "weather_f", {"city": "Oslo", "units": "K"}) == (
         None, "bad arguments for weather_f: unexpected argument 'units'")
     assert call_tool([tool], "weather_f", {"city": "Oslo", "mode": "slow"}) == (
-        None, "bad arguments for weather_f: 'mode' must be one of \"fast\", \"exact\", got \"slow\"")
+        None, (
+        "bad arguments for weather_f: 'mode' must be one of \"fast\", \"exact\" or an integer, "
+        "got \"slow\""))
     assert call_tool([tool], "weather_f", {"city": "Oslo", "mode": "3"}) == (("Oslo", "F", 3), None)
 
 
@@ -899,3 +901,92 @@ def test_a_callable_objects_attributes_are_not_its_parameters_and_cycles_are_sho
     loop: list = [{datetime.date(2026, 12, 3): 1}]
     loop += [loop, loop]
     assert ToolCallRecord("c", "f", {}, loop).message_content().startswith("[{datetime.date(")
+
+
+@dataclasses.dataclass
+class Guest:
+    age: int
+
+
+def _booking_tool(ran: list):
+    def book(nights: int, price: float, guest: str, vip: bool, rooms: list[int],
+             by_floor: dict[int, str], who: Guest | None = None, limit: int = 10) -> str:
+        """Book."""
+        ran.append((nights, price, guest, vip, rooms, by_floor, who, limit))
+        return "booked"
+
+    return make_tool(book)
+
+
+GOOD = {"nights": 2, "price": 9.5, "guest": "Ada", "vip": False, "rooms": [1], "by_floor": {"1": "a"}}
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"nights": "two"}, "'nights' must be an integer, got \"two\""),
+    ({"nights": 2.5}, "'nights' must be an integer, got 2.5"),
+    ({"nights": True}, "'nights' must be an integer, got true"),
+    ({"nights": None}, "'nights' must be an integer, got null"),
+    ({"price": "cheap"}, "'price' must be a number, got \"cheap\""),
+    ({"price": "1e999"}, "'price' must be a finite number, got inf"),
+    ({"guest": 5}, "'guest' must be a string, got 5"),
+    ({"vip": "yes"}, "'vip' must be true or false, got \"yes\""),
+    ({"rooms": 5}, "'rooms' must be a list, got 5"),
+    ({"rooms": [1, "a"]}, "'rooms[1]' must be an integer, got \"a\""),
+    ({"by_floor": [1]}, "'by_floor' must be an object, got [1]"),
+    ({"by_floor": {"first": "a"}}, "the keys of 'by_floor' must be an integer, got \"first\""),
+    ({"who": {"age": "old"}}, "'who.age' must be an integer, got \"old\""),
+])
+def test_an_argument_of_another_json_kind_is_refused_before_the_tool_runs(change, said):
+    ran: list = []
+    assert call_tool([_booking_tool(ran)], "book", {**GOOD, **change}) == (
+        None, f"bad arguments for book: {said}")
+    assert ran == []
+
+
+def test_arguments_the_hints_can_read_are_converted_and_null_means_the_default():
+    ran: list = []
+    tool = _booking_tool(ran)
+    assert call_tool([tool], "book", {**GOOD, "nights": "3", "price": 9, "vip": 1,
+                                      "limit": None, "who": None}) == ("booked", None)
+    assert ran == [(3, 9, "Ada", True, [1], {1: "a"}, None, 10)]
+
+
+def test_a_tool_that_changes_its_arguments_does_not_change_what_the_model_wrote():
+    def dedupe(items: list, options: dict) -> int:
+        """Dedupe."""
+        items[:] = sorted(set(items))
+        options["seen"] = len(items)
+        return len(items)
+
+    written = {"items": [3, 1, 3], "options": {}}
+    assert call_tool([make_tool(dedupe)], "dedupe", written) == (2, None)
+    assert written == {"items": [3, 1, 3], "options": {}}
+
+
+def test_tuples_of_any_length_and_sets_are_arrays_and_arrive_as_their_type():
+    def sizes(values: tuple[int, ...], tags: set[str], seen: frozenset[int] = frozenset()):
+        """Sizes."""
+        return values, tags, seen
+
+    tool = make_tool(sizes)
+    assert tool.parameters["properties"] == {
+        "values": {"type": "array", "items": {"type": "integer"}},
+        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        "seen": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+    }
+    assert call_tool([tool], "sizes", {"values": [1, 2], "tags": ["a", "a"], "seen": [3]}) == (
+        ((1, 2), {"a"}, frozenset({3})), None)
+
+
+def test_call_tool_answers_in_a_sentence_for_arguments_that_are_no_object_and_odd_messages():
+    class Odd(Exception):
+        def __str__(self):
+            raise GeneratorExit
+
+    def f(x: int = 0):
+        """F."""
+        raise Odd
+
+    tool = make_tool(f)
+    assert call_tool([tool], "f", None) == (None, "bad arguments for f: they must be an object, got null")
+    assert call_tool([tool], "f", {}) == (None, "Odd: (its message could not be read: Odd.__str__ failed)")
