@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
 from typing import Iterator
 
@@ -28,6 +29,10 @@ class RequestHandle:
         self._pending: deque = deque()
         """Events taken from the queue but not yet yielded (they come in batches): an
         ``events()`` iterator dropped half-way loses none of them."""
+        if getattr(job.out, "deliver", None) is None:
+            # A reply nobody can read any more (the handle, or a stream never started, was
+            # dropped) would hold its slot to max_tokens: it is cancelled instead.
+            weakref.finalize(self, _cancel_unread, job)
 
     @property
     def id(self) -> str:
@@ -44,8 +49,9 @@ class RequestHandle:
 
     @property
     def done(self) -> bool:
-        """True once ``events()`` has delivered Finished or Error."""
-        return self._done
+        """True once ``events()`` has delivered Finished or Error (or, for a request
+        submitted with ``on_event``, once that callback was handed one)."""
+        return self._done or self._job.out.deliver is not None and self._job.out.closed
 
     def cancel(self) -> None:
         """Stop generating, at most one prefill chunk late; no token reaches the reply after."""
@@ -73,5 +79,10 @@ class RequestHandle:
             yield event
 
     def __repr__(self) -> str:
-        state = "done" if self._done else ("cancelled" if self._job.cancel.is_set() else "running")
+        state = "done" if self.done else ("cancelled" if self._job.cancel.is_set() else "running")
         return f"<RequestHandle {self.id} {self._job.request.kind} {state}>"
+
+
+def _cancel_unread(job: Job) -> None:
+    if not job.out.closed:
+        job.cancel.set()

@@ -90,12 +90,15 @@ class Outbox:
             if closing:
                 self._on_close()
         if self.deliver is not None:
-            if not self._deliver_failed:
+            # After a failure the last event still goes: the callback learns its request ended.
+            if not self._deliver_failed or type(event) is Finished or type(event) is Error:
                 try:
                     self.deliver(event)
-                except Exception:  # the caller's callback: its request fails, not the engine
-                    self._deliver_failed = True
+                # The caller's callback, even its sys.exit() or a CancelledError: its request
+                # fails, never the engine thread (no interrupt of the user's lands on it).
+                except BaseException:  # noqa: BLE001
                     _log.exception("on_event raised; its request is cancelled")
+                    self._deliver_failed = True
                     if self.cancel is not None:
                         self.cancel.set()
             return
@@ -108,6 +111,11 @@ class Outbox:
             if self._waiting and (self._urgent or self._paced_since is None):
                 self._taken.clear()
                 self._ready.notify()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the request's last event (Finished or Error) has been put."""
+        return self._closed
 
     def hand_over(self, timeout: float) -> None:
         """Wait up to ``timeout`` s for a reader that ``put`` woke to take its events.

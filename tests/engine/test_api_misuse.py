@@ -39,6 +39,56 @@ def test_a_callback_that_raises_fails_only_its_request(tiny_engine):
     assert _answers(tiny_engine) == expected
 
 
+@pytest.mark.parametrize("raised", [SystemExit(2), KeyboardInterrupt(), GeneratorExit()])
+def test_a_callback_that_exits_fails_only_its_request_and_still_hears_the_end(tiny_engine, raised):
+    expected = _answers(tiny_engine)
+    seen, ended = [], threading.Event()
+
+    def exits(event):
+        seen.append(type(event).__name__)
+        if isinstance(event, Finished):
+            ended.set()
+        else:
+            raise raised
+
+    handle = tiny_engine.submit(SUM, on_event=exits)
+    assert ended.wait(30)
+    assert seen[-1] == "Finished" and handle.done and "done" in repr(handle)
+    assert tiny_engine.healthy and tiny_engine.active_requests == 0
+    assert _answers(tiny_engine) == expected
+
+
+def _endless(engine, **extra) -> dict:
+    """A reply that runs to its max_tokens (the end of text banned)."""
+    return {"messages": [{"role": "user", "content": "Tell me a long story."}],
+            "max_tokens": 2000, "logit_bias": {str(i): -100 for i in engine.tokenizer.eos_token_ids},
+            **extra}
+
+
+def _served_within(engine, seconds: float) -> bool:
+    deadline = time.time() + seconds
+    while engine.active_requests and time.time() < deadline:
+        time.sleep(0.02)
+    return engine.active_requests == 0
+
+
+@pytest.mark.parametrize("drop", ["stream", "handle", "prompts", "events"])
+def test_a_reply_nobody_can_read_any_more_is_cancelled(smollm2_engine, drop):
+    tiny_engine = smollm2_engine  # (a token takes ~20 ms: 2,000 of them take most of a minute)
+    if drop == "stream":  # made and dropped unstarted (a cell that failed right after)
+        tiny_engine.chat_completions(_endless(tiny_engine, stream=True))
+    elif drop == "handle":
+        tiny_engine.submit(_endless(tiny_engine))
+    elif drop == "prompts":
+        tiny_engine.completions({**_endless(tiny_engine), "messages": None,
+                                 "prompt": ["Once", "upon", "a time"], "stream": True})
+    else:
+        for _ in tiny_engine.submit(_endless(tiny_engine)).events():
+            break
+    gc.collect()
+    assert _served_within(tiny_engine, 3)
+
+
 def test_a_reply_read_where_it_cannot_come_is_refused_instead_of_hanging(tiny_engine):
     seen, refusals, done = [], [], threading.Event()
     first = tiny_engine.submit(SUM)
