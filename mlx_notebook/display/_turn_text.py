@@ -6,11 +6,12 @@ answer gives byte-identical text on every run and nbval can compare it without s
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
 from ._footer import footer_items, status_label
-from ._markdown import markdown_tokens, normalized_markdown
+from ._inert_markdown import fenced, inert_line, inert_markdown
 from ._numbers import plural
 from ._turn_html import pretty_json
 from ._turn_parts import tools_offered_line, tools_unsupported_warning, turn_parts
@@ -36,84 +37,40 @@ def visible_text(text: str) -> str:
     return _CONTROLS.sub(_shown, text.replace("\r\n", "\n"))
 
 
-def _longest_backtick_run(text: str) -> int:
-    return max((len(run) for run in re.findall("`+", text)), default=0)
-
-
-def _fence(text: str, language: str = "") -> str:
-    # Longer than any backtick run inside (indented or not), so the text cannot close it.
-    ticks = "`" * max(3, _longest_backtick_run(text) + 1)
-    return f"{ticks}{language}\n{text}\n{ticks}"
-
-
 def _code_span(text: str) -> str:
     """``text`` on one line as inline code that no backtick inside can close."""
     text = " ".join(text.split())  # a blank line would end the paragraph, and the span
     if "`" not in text:
         return f"`{text}`"
-    ticks = "`" * (_longest_backtick_run(text) + 1)
+    ticks = "`" * (max(len(run) for run in re.findall("`+", text)) + 1)
     return f"{ticks} {text} {ticks}"  # the spaces, which CommonMark strips, part a backtick
 
 
 def _literal(text: str) -> str:
-    """``text`` on one line, shown as written: the characters that make HTML, links, code or
-    bold escaped (a tool error or a model name quoting ``<img onerror=...>`` stays text in
-    any Markdown renderer)."""
-    return _ACTIVE.sub(r"\\\g<0>", " ".join(text.split()))
+    """``text`` on one line, shown as written: ``<``, ``>`` and ``&`` as character references
+    (which every Markdown renderer decodes, where some leave a backslash before ``<``), and
+    the characters that make links, code or bold escaped (a tool error or a model name quoting
+    ``<img onerror=...>`` stays text in any Markdown renderer)."""
+    return _ACTIVE.sub(r"\\\g<0>", html.escape(" ".join(text.split()), quote=False))
 
 
-_ACTIVE = re.compile(r"[\\`*\[\]<>&]")
-
-
-def _inert_html(text: str) -> str:
-    """The reply's Markdown with the raw HTML in it made text, as ``text/html`` shows it
-    (rendered with ``html=False``, images as links): a Markdown renderer that honours HTML
-    runs none of it. Outside fenced code (as the one Markdown renderer finds it), a zero
-    width space goes after each ``<`` that could open a tag, comment or autolink, and between
-    ``!`` and ``[``: it shows as nothing, and no tag starts with it. Code spans and indented
-    code get it too (the text around a part, once joined, may make them something else), and
-    a fence the part leaves open is closed, so that no part changes how the next one parses.
-    A ``javascript:``, ``vbscript:`` or ``data:`` scheme gets one too, so that a link to it,
-    which ``text/html`` shows as text, is no live link in a Markdown renderer either."""
-    if ("<" not in text and "![" not in text and "```" not in text and "~~~" not in text
-            and not _SCHEMES.search(text)):
-        return text
-    text = normalized_markdown(text)
-    lines = text.split("\n")
-    in_code = [False] * len(lines)
-    closer = ""
-    for token in markdown_tokens(text):
-        if token.type == "fence" and token.map:
-            start, end = token.map
-            for i in range(start, end):
-                in_code[i] = True
-            last = lines[end - 1].strip() if end - 1 > start else ""
-            if end == len(lines) and not (last.startswith(token.markup) and set(last) == {
-                    token.markup[0]}):
-                closer = "\n" + token.markup  # the part ends inside this fence
-    return "\n".join(line if code else _SCHEMES.sub("\\g<0>\u200b", _OPENINGS.sub(
-        "\\g<0>\u200b", line)) for line, code in zip(lines, in_code)) + closer
-
-
-_OPENINGS = re.compile(r"<(?=[A-Za-z/!?])|!(?=\[)")
-# The scheme word, before its colon (or the colon as an entity, which Markdown decodes).
-_SCHEMES = re.compile(r"(?i)(?:javascript|vbscript|data)(?=:|&#0*58;|&#x0*3a;|&colon;)")
+_ACTIVE = re.compile(r"[\\`*\[\]]")
 
 
 def _markdown_part(part: dict) -> str | None:
     if part["kind"] == "reasoning":
-        return f"<details><summary>Reasoning</summary>\n\n{_fence(part['text'])}\n\n</details>"
+        return f"<details><summary>Reasoning</summary>\n\n{fenced(part['text'])}\n\n</details>"
     if part["kind"] == "tool":
         call = part["call"]
-        block = [f"**Tool call** {_code_span(call['name'])}",
-                 _fence(pretty_json(call["arguments"]), "json")]
+        block = [inert_line(f"**Tool call** {_code_span(call['name'])}"),
+                 fenced(pretty_json(call["arguments"]), "json")]
         if call["error"] is not None:
             block.append(f"**Error:** {_literal(call['error'])}")
         elif call["result"] is not None:
             block.append("**Result**")
-            block.append(_fence(pretty_json(call["result"]), "json"))
+            block.append(fenced(pretty_json(call["result"]), "json"))
         return "\n\n".join(block)
-    return _inert_html(part["text"]) or None
+    return inert_markdown(part["text"]) or None
 
 
 def turn_markdown(record: dict) -> str:

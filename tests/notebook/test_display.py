@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from html import unescape
 from pathlib import Path
 
 import jsonschema
@@ -418,7 +420,7 @@ def test_markdown_parts_cannot_change_how_the_next_one_parses():
     ("one\rtwo\n<b>x</b>", "f", "one\ntwo\n&lt;b&gt;x&lt;/b&gt;"),
     ("![t](https://example.com/leak?q=1)", "f", '!<a href="https://example.com/leak?q=1">t</a>'),
     ("a ` b\n\nc <img src=x onerror=1> ` d", "f", "c &lt;img src=x onerror=1&gt; ` d"),
-    ("```\n<b>code</b>\n```", "f", "<code>&lt;b&gt;code&lt;/b&gt;\n</code>"),
+    ("```\n<b>code</b>\n```", "f", '<code class="language-text">&lt;b&gt;code&lt;/b&gt;\n</code>'),
     ("\\`<img src=x onerror=1>\\`", "f", "`&lt;img src=x onerror=1&gt;`"),
     ("# a `\n<img src=x onerror=1>\n`", "f", "&lt;img src=x onerror=1&gt;"),
     ("- `a\n- <img src=x> `", "f", "<li>&lt;img src=x&gt; `</li>"),
@@ -436,11 +438,16 @@ def test_markdown_hostile_shapes(content, name, shown):
     assert shown in rendered.replace("\u200b", "")
 
 
-@pytest.mark.parametrize("link", ["javascript:alert(1)", "JavaScript&#58;alert(1)",
-                                  "vbscript:msgbox(1)", "data:text/html,<script>x</script>"])
+@pytest.mark.parametrize("link", [
+    "javascript:alert(1)", "JavaScript&#58;alert(1)", "vbscript:msgbox(1)",
+    "data:text/html,<script>x</script>", "&#106;avascript:alert(1)", "&#x6A;avascript:alert(1)",
+    "java&#9;script:alert(1)", "javascript&colon;alert(1)", "java\\script:alert(1)",
+    "&#x20;javascript:alert(1)", "<javascript:alert(1)>"])
 def test_markdown_links_to_script_schemes_are_not_live(link):
-    """``text/html`` shows such a link as text; a Markdown renderer gets no live link either
-    (the scheme word carries a zero-width space)."""
+    """``text/html`` shows such a link as text; a Markdown renderer gets no live link either,
+    however the scheme is spelled (the scheme word carries a zero-width space)."""
+    from urllib.parse import unquote
+
     from markdown_it import MarkdownIt
 
     turn = make_turn(content=f"See [the docs]({link}).", rounds=[], tool_calls=[])
@@ -448,9 +455,26 @@ def test_markdown_links_to_script_schemes_are_not_live(link):
     md = MarkdownIt("commonmark")
     md.validateLink = lambda url: True  # as a renderer that checks no scheme (marked)
     rendered = md.render(markdown)
-    assert not any(f'href="{scheme}:' in rendered.lower()
-                   for scheme in ("javascript", "vbscript", "data"))
+    for href in re.findall(r'href="([^"]*)"', rendered):
+        # As a browser reads it: references decoded, tabs and newlines dropped, ends trimmed.
+        url = re.sub(r"[\t\n\r]", "", unescape(unquote(href))).strip(" \x00").lower()
+        assert not url.startswith(("javascript:", "vbscript:", "data:")), href
     assert "the docs" in rendered
+
+
+@pytest.mark.parametrize("content", [
+    "```\n```~\n<img src=x onerror=1>\n```",   # marked closes the fence here, CommonMark not
+    "```\n```\t\n<img src=x onerror=1>\n```",  # CommonMark closes it here, marked not
+    "~~~\n```\n~~~\n<img src=x onerror=1>\n~~~"])
+def test_markdown_code_blocks_end_where_every_renderer_agrees(content):
+    """A reply's code block is written again with a fence no line inside can close in any
+    parser (longer, with an info string), so code one renderer ends early leaks no HTML."""
+    markdown = turn_mimebundle(make_turn(content=content, reasoning="", rounds=[], tool_calls=[]))[0][
+        "text/markdown"]
+    # Our fences: backticks and an info string open one, the same backticks alone close it.
+    outside = re.sub(r"(?ms)^(`{3,})text$.*?^\1$", "", markdown)
+    assert "```" not in outside and "~~~" not in outside, markdown
+    assert re.findall(r"<[a-z]", outside) == [], markdown
 
 
 def test_a_nan_log_probability_draws_as_zero_not_nan():
@@ -469,3 +493,28 @@ def test_very_long_code_is_shown_plain_not_highlighted():
     short, long = "x = 1\n", "x = 1\n" * 20_000
     assert "color:" in code_html(short, "python")
     assert "color:" not in code_html(long, "python") and len(code_html(long, "python")) < 2 * len(long)
+
+
+def test_no_reply_leaks_html_into_the_markdown_copy_whatever_its_fences():
+    """Property: built from the pieces that make renderers disagree (fences of either kind
+    and any length, tabs and tildes after them, indents, lists, quotes), no reply puts a raw
+    tag outside a code block every parser finds alike, nor one markdown-it renders."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from markdown_it import MarkdownIt
+
+    from mlx_notebook.display._inert_markdown import inert_markdown
+
+    piece = st.sampled_from(["```", "````", "~~~", "~", "\t", " ", "    ", "- ", "> ", "\n",
+                             "\n\n", "<img src=x onerror=1>", "<!--", "a", "`", "python"])
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(piece, max_size=24).map("".join))
+    def check(reply):
+        markdown = inert_markdown(reply)
+        outside = re.sub(r"(?ms)^(`{3,})text$.*?^\1$", "", markdown)
+        outside = re.sub(r"(?ms)^(`{3,})python$.*?^\1$", "", outside)
+        assert re.findall(r"<[a-z!]", outside) == [], (reply, markdown)
+        assert "<img" not in MarkdownIt("commonmark", {"html": True}).render(markdown)
+
+    check()
