@@ -18,6 +18,7 @@ from ._turn_parts import cache_parting_lines, tools_offered_line, tools_unsuppor
 from ._turn_record import (
     TURN_MIME_TYPE,
     TURN_SCHEMA_VERSION,
+    encodable,
     finish_reason_name,
     json_safe,
     turn_record,
@@ -30,5 +31,5 @@ __all__ = [
     "code_html", "markdown_blocks", "MarkdownStream", "notices_html", "tool_card_html", "footer_items", "format_bytes", "status_label", "reasoning_summary",
     "reasoning_text", "pretty_json", "probability_colour", "json_safe", "format_seconds",
     "fixed", "plural", "turn_parts", "tools_offered_line", "tools_unsupported_warning",
-    "finish_reason_name", "cache_parting_lines", "visible_text",
+    "finish_reason_name", "cache_parting_lines", "visible_text", "encodable",
 ]

@@ -16,7 +16,8 @@ from typing import Any
 from ..turn import Round, TokenLogprob, ToolCallRecord, Turn, Usage
 
 __all__ = [
-    "TURN_MIME_TYPE", "TURN_SCHEMA_VERSION", "turn_record", "json_safe", "finish_reason_name",
+    "TURN_MIME_TYPE", "TURN_SCHEMA_VERSION", "turn_record", "json_safe", "encodable",
+    "finish_reason_name",
 ]
 
 TURN_MIME_TYPE = "application/vnd.mlx-notebook.turn+json"
@@ -55,6 +56,19 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
         return _encodable(repr(value))
     except Exception:  # a result's own __repr__ failing must not fail the turn's display
         return f"<{type(value).__name__} that cannot be shown as text>"
+
+
+def encodable(value: Any) -> Any:
+    """``value`` (a JSON-shaped structure) with every lone surrogate in its strings, keys
+    included, as an escape: whatever a tool, a server or a file name put in a turn, the
+    kernel can send it as UTF-8 (one such character would fail the whole output)."""
+    if isinstance(value, str):
+        return _encodable(value)
+    if isinstance(value, dict):
+        return {encodable(key): encodable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encodable(item) for item in value]
+    return value
 
 
 def _encodable(text: str) -> str:
@@ -132,7 +146,7 @@ def turn_record(
     or None); a turn rebuilt later has neither and the record says so with None.
     """
     per_round = list(round_reasoning_stats or [])
-    return {
+    return encodable({
         "version": TURN_SCHEMA_VERSION,
         "model": str(turn.model),
         "session": str(turn.session),
@@ -156,4 +170,4 @@ def turn_record(
         "model_dtype": str(turn.model_dtype) if turn.model_dtype else None,
         # Only a turn with a think budget has it: older records and readers never see it.
         **({"think_budget": turn.think_budget} if turn.think_budget is not None else {}),
-    }
+    })

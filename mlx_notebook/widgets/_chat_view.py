@@ -29,6 +29,7 @@ import traitlets
 
 from ..display import (
     TURN_MIME_TYPE,
+    encodable,
     finish_reason_name,
     footer_items,
     json_safe,
@@ -79,8 +80,9 @@ def _common_prefix_length(old: list[str], new: list[str]) -> int:
 
 
 def _utf16_length(text: str) -> int:
-    # The front end counts string offsets in UTF-16 code units (JavaScript strings).
-    return len(text.encode("utf-16-le")) // 2
+    # The front end counts string offsets in UTF-16 code units (JavaScript strings), of the
+    # text as sent: a lone surrogate goes as its escape.
+    return len(encodable(text).encode("utf-16-le")) // 2
 
 
 class _Block:
@@ -170,8 +172,9 @@ class ChatView(anywidget.AnyWidget):
                  model_dtype: str | None = None, turn: Turn | None = None):
         """``turn`` is the turn the runner folds this turn's events into; the view reads its
         totals. Without one (a view fed events by hand) the view folds them into its own."""
-        super().__init__(turn_id=uuid.uuid4().hex, model=str(model), session=str(session),
-                         model_dtype=None if model_dtype is None else str(model_dtype))
+        super().__init__(turn_id=uuid.uuid4().hex, model=encodable(str(model)),
+                         session=encodable(str(session)),
+                         model_dtype=None if model_dtype is None else encodable(str(model_dtype)))
         self._folds_events = turn is None
         self._turn = Turn(model=str(model), session=str(session), request={}) if turn is None else turn
         self._clock = clock
@@ -190,6 +193,11 @@ class ChatView(anywidget.AnyWidget):
         self._calls_not_drawn = 0
         self.on_msg(self._on_front_end_message)
         self._route_stop_to_the_front_ends_subshell()
+
+    def _send(self, msg: dict, buffers: Any = None) -> None:
+        # Every state update and delta goes through here: a lone surrogate a server or a tool
+        # put in the turn goes as its escape (the kernel cannot encode it; the cell would fail).
+        super()._send(encodable(msg), buffers)
 
     def _route_stop_to_the_front_ends_subshell(self) -> None:
         """Let Stop reach the kernel while this turn's cell is busy.

@@ -620,3 +620,31 @@ def test_stop_keeps_the_subshell_the_front_end_sent_it_on_other_messages_do_not(
     keep_front_end_subshell(comm, lambda content: isinstance(content, dict) and content.get("kind") == "stop")
     assert comm._reply_subshell_for({"method": "custom", "content": {"kind": "stop"}}, "sub-1") == "sub-1"
     assert comm._reply_subshell_for({"method": "custom", "content": {"kind": "resync"}}, "sub-1") is None
+
+
+def test_a_lone_surrogate_anywhere_in_a_turn_reaches_the_front_end_as_its_escape():
+    """A remote server's ``"\\ud83d"`` or a tool's file name holds a lone surrogate, which the
+    kernel cannot encode as UTF-8: every message and the saved output carry its escape."""
+    from jupyter_client.session import json_packer
+
+    lone = "\ud83d"
+    view = ChatView(f"model {lone}", f"session {lone}")
+    assert json_packer(view.get_state())  # the state the widget opens with
+    sent: list[dict] = []
+    view.comm.publish_msg = lambda msg_type, data=None, **keys: sent.append(data)
+    view.offer_tools([f"tool {lone}"])
+    view.handle(Started("r1", prompt_tokens=3, cached_tokens=0))
+    view.handle(ReasoningDelta(f"think {lone}"))
+    view.handle(ToolCall(index=0, id="c1", name=f"name {lone}", arguments={f"k {lone}": lone},
+                         text=f"<tool_call>{lone}"))
+    view.tool_result("c1", result={f"r {lone}": [lone]}, error=None)
+    view.handle(ContentDelta(f"answer {lone}"))
+    view.handle(ParseProblem(text=f"text {lone}", message=f"problem {lone}"))
+    view.handle(Error(f"error {lone}", type="server_error"))
+    turn = Turn(model=f"model {lone}", session=f"session {lone}", request={"messages": []},
+                content=f"answer {lone}", reasoning=f"think {lone}", error=f"error {lone}")
+    data, metadata = view.finish(turn)
+    for message in [*sent, data, metadata]:
+        json_packer(message)  # raised UnicodeEncodeError: the cell's output was lost
+    assert "answer \\ud83d" in data["text/plain"]
+    assert data[TURN_MIME_TYPE]["model"] == "model \\ud83d"

@@ -3,6 +3,8 @@
 The two records were written by the tutorials' saved outputs (a plain answer from
 notebooks/01-quickstart.ipynb and a tool loop from notebooks/02-reasoning-and-tools.ipynb)
 and are kept here as they were saved, so a later re-run of the tutorials cannot hide a break.
+Only a copy we changed on purpose is written again: the tool loop's Markdown, whose reasoning
+fences carry an info string since 2026-12 (so no renderer can read one as a closing fence).
 """
 
 from __future__ import annotations
