@@ -88,7 +88,10 @@ def _math_block(renderer, tokens, idx, options, env):
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "highlight": lambda code, lang, _: code_html(code, lang)})
-    md.enable(["table", "strikethrough"]).disable("image").use(dollarmath_plugin)
+    # Pandoc's rule for inline math: no space inside the dollars, no digit right after the
+    # closing one, so "It costs $5 and $10" stays prices, while $E=mc^2$ is math.
+    md.enable(["table", "strikethrough"]).disable("image").use(
+        dollarmath_plugin, allow_space=False, allow_digits=False)
     md.add_render_rule("link_open", _link_open)
     md.add_render_rule("math_inline", _math_inline)
     md.add_render_rule("math_block", _math_block)

@@ -69,6 +69,8 @@ def make_turn(**overrides) -> Turn:
         ("| a |\n|---|\n| 1 |", "<table>\n<thead>\n<tr>\n<th>a</th>\n</tr>\n</thead>\n<tbody>\n"
                                   "<tr>\n<td>1</td>\n</tr>\n</tbody>\n</table>\n"),
         ("~~old~~ $a_1 < b_1$", '<p><s>old</s> <span class="math inline">\\(a_1 &lt; b_1\\)</span></p>\n'),
+        ("It costs $5 and $10, or $ 3 $.", "<p>It costs $5 and $10, or $ 3 $.</p>\n"),
+        ("cost $3 for $2x$", '<p>cost $3 for <span class="math inline">\\(2x\\)</span></p>\n'),
     ],
 )
 def test_markdown_subset_renders_and_escapes(markdown, expected):
