@@ -85,6 +85,21 @@ def _math_block(renderer, tokens, idx, options, env):
     return f'<div class="math block">\\[{html.escape(tokens[idx].content)}\\]</div>\n'
 
 
+def _too_deep(state, start_line: int, end_line: int, silent: bool) -> bool:
+    """Text nested near markdown-it's limit (quotes or lists 20 deep), as code, as written.
+
+    Past the limit markdown-it drops the rest of the block, text and all; this rule runs
+    first, two levels short of it (a list item opens two), and keeps every line."""
+    if state.level < state.md.options["maxNesting"] - 2:
+        return False
+    if not silent:
+        token = state.push("code_block", "code", 0)
+        token.content = state.getLines(start_line, end_line, state.blkIndent, True)
+        token.map = [start_line, end_line]
+    state.line = end_line
+    return True
+
+
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "highlight": lambda code, lang, _: code_html(code, lang)})
@@ -92,6 +107,7 @@ def _parser() -> MarkdownIt:
     # closing one, so "It costs $5 and $10" stays prices, while $E=mc^2$ is math.
     md.enable(["table", "strikethrough"]).disable("image").use(
         dollarmath_plugin, allow_space=False, allow_digits=False)
+    md.block.ruler.before("table", "too_deep", _too_deep)
     md.add_render_rule("link_open", _link_open)
     md.add_render_rule("math_inline", _math_inline)
     md.add_render_rule("math_block", _math_block)

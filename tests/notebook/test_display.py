@@ -378,6 +378,16 @@ def test_the_token_view_underlines_what_the_draft_model_proposed():
     assert "from the draft model" not in token_view_html([{**item, "from_draft": None} for item in logprobs])
 
 
+@pytest.mark.parametrize("reply", [
+    "> " * 30 + "deep words\n\nafter words", "- " * 30 + "deep words\n\nafter words",
+    "1. " * 25 + "deep words", "> - " * 12 + "deep words\n> after words", "> " * 2000 + "deep words"])
+def test_text_nested_past_the_parsers_limit_is_shown_not_dropped(reply):
+    """markdown-it drops a block nested past 20 levels, text and all: it is shown as written."""
+    shown = markdown_html(reply)
+    assert "deep words" in shown
+    assert "after words" in shown or "after words" not in reply
+
+
 def test_markdown_runs_no_html_a_model_tool_or_server_wrote():
     """Renderers that take ``text/markdown`` and honour raw HTML (Quarto, GFM exports, a
     trusted Markdown output) get text, as ``text/html`` shows it."""
