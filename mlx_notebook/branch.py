@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from .display import encodable, visible_text
 from .runner import run_turn
 from .turn import Turn
 
@@ -73,7 +74,7 @@ def branch_note(point: dict) -> dict:
     elided = "…" if len(point["prefix"]) > 60 else ""
     plain = (f"Branch at token {point['at']}: {elided}{tail}[{point['forced']}] instead of "
              f"{point['replaced']!r}")
-    return {"text/html": branch_note_html(point), "text/plain": plain}
+    return {"text/html": encodable(branch_note_html(point)), "text/plain": visible_text(plain)}
 
 
 def branch_note_html(point: dict) -> str:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .cache_tree import watch_cache
-from .display import TURN_MIME_TYPE, token_view_html, turn_css, turn_mimebundle
+from .display import (TURN_MIME_TYPE, encodable, token_view_html, turn_css, turn_mimebundle,
+                      visible_text)
 from .runner import run_turn
 from .turn import Turn
 
@@ -166,12 +167,16 @@ def comparison_mimebundle(comparison: Comparison) -> tuple[dict, dict]:
             f'<div class="mlxnb-compare-divergence" style="font-size:12px;margin-bottom:4px">'
             f"{html.escape(line)}</div>"
             f'<div style="display:flex;gap:12px;align-items:flex-start">{"".join(panes)}</div></div>')
-    record = {"version": 1, "labels": list(comparison.labels), "diverges_at": comparison.diverges_at,
-              "sides": records}
+    record = {"version": 1, "labels": encodable(list(comparison.labels)),
+              "diverges_at": comparison.diverges_at, "sides": records}
     if comparison.by != "token":  # two models: the index is a character's; each pane marks its token
         record.update(by=comparison.by, marks=list(comparison.marks or (None, None)))
-    data = {COMPARE_MIME_TYPE: record, "text/html": body, "text/plain": "\n".join([line, *texts])}
-    metadata = {"mlx_notebook": {"compare": comparison.labels, "diverges_at": comparison.diverges_at}}
+    # The labels and model names are the user's or a server's: no escape sequence of theirs
+    # reaches a terminal, and no lone surrogate fails the output.
+    data = {COMPARE_MIME_TYPE: record, "text/html": encodable(body),
+            "text/plain": visible_text("\n".join([line, *texts]))}
+    metadata = {"mlx_notebook": {"compare": encodable(list(comparison.labels)),
+                                 "diverges_at": comparison.diverges_at}}
     return data, metadata
 
 

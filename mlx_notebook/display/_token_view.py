@@ -10,6 +10,7 @@ import html
 import math
 
 from ._numbers import plural
+from ._turn_record import encodable
 from ._turn_html import turn_css
 
 __all__ = ["token_view_html", "probability_colour"]
@@ -69,7 +70,8 @@ def token_view_html(logprobs: list[dict] | None, *, mark: int | None = None) -> 
     if not logprobs:
         return ('<div class="mlxnb-tokens mlxnb-tokens-empty">No token probabilities: run the '
                 "cell with <code>%%chat --tokens</code>.</div>")
-    spans = "".join(_token_span(item, i, i == mark) for i, item in enumerate(logprobs))
+    # A remote server's token may hold a lone surrogate: as its escape, the output can be sent.
+    spans = encodable("".join(_token_span(item, i, i == mark) for i, item in enumerate(logprobs)))
     mean = sum(_probability(item["logprob"]) for item in logprobs) / len(logprobs)
     drafted = sum(bool(item.get("from_draft")) for item in logprobs)
     drafts = (f" · <b>{drafted}</b> from the draft model (underlined, {drafted / len(logprobs):.0%})"

@@ -51,3 +51,17 @@ def test_branch_errors_are_one_sentence(smollm2_shell):
     assert result.success
     with pytest.raises(ValueError, match="run the cell with %%chat --tokens"):
         smollm2_shell.user_ns["_"].branch(0, " Lyon")
+
+
+def test_the_branch_note_shows_control_characters_of_the_tokens_as_symbols():
+    """The tokens are the model's: an escape sequence in them must not drive the terminal
+    the note is printed to, nor a lone surrogate fail the output."""
+    from jupyter_client.session import json_packer
+
+    from mlx_notebook.branch import branch_note
+
+    note = branch_note({"at": 2, "replaced": "\x1b[2J", "forced": "\x1b]0;pwned\x07",
+                        "forced_id": 5, "prefix": "Hi \u202e\ud83d"})
+    json_packer(note)
+    assert "\x1b" not in note["text/plain"] and "\u202e" not in note["text/plain"]
+    assert note["text/plain"].startswith("Branch at token 2: Hi \\u202e\\ud83d[␛]0;pwned␇]")

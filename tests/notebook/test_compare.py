@@ -153,3 +153,21 @@ def test_choosing_a_side_that_is_not_there_names_the_sides_and_adds_nothing():
     assert comparison.choose(1) is sides[1] and session.turns == [sides[1]]
     # Choosing again replaces the first choice: the message is in the history once.
     assert comparison.choose(0) is sides[0] and session.turns == [sides[0]]
+
+
+def test_labels_and_names_in_a_comparison_cannot_drive_a_terminal_or_fail_the_output():
+    """A label or a model name is the user's or a server's: its escape sequences show as
+    symbols in ``text/plain``, its lone surrogates as escapes everywhere."""
+    from jupyter_client.session import json_packer
+
+    from mlx_notebook.turn import Turn
+
+    hostile = "\x1b]52;c;cGF5bG9hZA==\x07\x1b[2J\u202e\ud83d"
+    sides = [Turn(model=f"a{hostile}", session="s", request={}, content=f"one {hostile}"),
+             Turn(model=f"b{hostile}", session="s", request={}, content="two")]
+    data, metadata = comparison_mimebundle(
+        Comparison(sides, [f"left {hostile}", "right"], diverges_at=None, by="text"))
+    json_packer([data, metadata])  # raised UnicodeEncodeError: the cell's output was lost
+    plain = data["text/plain"]
+    assert "\x1b" not in plain and "\u202e" not in plain
+    assert "--- left ␛]52;c;cGF5bG9hZA==␇␛[2J\\u202e\\ud83d ---" in plain

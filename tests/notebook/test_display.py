@@ -530,3 +530,12 @@ def test_no_reply_leaks_html_into_the_markdown_copy_whatever_its_fences():
         assert "<img" not in MarkdownIt("commonmark", {"html": True}).render(markdown)
 
     check()
+
+
+def test_a_token_holding_a_lone_surrogate_can_still_be_sent():
+    from jupyter_client.session import json_packer
+
+    lone = {"token": "\ud83d", "logprob": -1.0, "top_logprobs": [{"token": "\ude00", "logprob": -2.0}]}
+    shown = token_view_html([lone])
+    json_packer(shown)  # raised UnicodeEncodeError: the cell's output was lost
+    assert "\\ud83d" in shown and "\\ude00" in shown
