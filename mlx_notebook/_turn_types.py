@@ -109,11 +109,17 @@ class ToolCallRecord(_FieldMapping):
     result: Any = None
     error: str | None = None
     """Why the call has no result: the tool raised, the user declined or stopped the turn."""
+    returned: bool | None = None
+    """True once the function returned: its ``result`` is what the model read, even None
+    (read as ``null``); None while it has not run (or never will)."""
+
+    _OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("returned",)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> "ToolCallRecord":
         return cls(str(values.get("id", "")), str(values.get("name", "")),
-                   dict(values.get("arguments") or {}), values.get("result"), values.get("error"))
+                   dict(values.get("arguments") or {}), values.get("result"), values.get("error"),
+                   True if values.get("returned") else None)
 
     def message_content(self) -> str:
         """What the model reads back: the result as text (JSON when it can be), or the error."""

@@ -105,11 +105,13 @@ def run_turn(
             if turn.interrupted or turn.error or not round_.tool_calls or not tools:
                 break
             if number == max_rounds - 1:
+                for call in round_.tool_calls:  # the model would read null, the user nothing
+                    call.error = f"not run: the turn reached its limit of {plural(max_rounds, 'round')}"
                 turn.fail(ToolRoundsExceeded(
                     f"the model was still calling tools after {plural(max_rounds, 'round')}; "
                     "raise --max-rounds to let it continue"))
                 break
-            _run_tools(round_, tools, confirm, view)
+            _run_tools(round_, tools, confirm, view, stop_pressed)
             if stop_pressed.is_set():
                 turn.interrupted = True
                 break
@@ -204,13 +206,17 @@ def _dead(failure: EngineRequestError) -> EngineDeadError:
     return dead
 
 
-def _run_tools(round_: Round, tools: list[Tool], confirm: Confirm | None, view: View | None) -> None:
+def _run_tools(round_: Round, tools: list[Tool], confirm: Confirm | None, view: View | None,
+               stop_pressed: threading.Event) -> None:
     for call in round_.tool_calls:
+        if stop_pressed.is_set():  # Stop between two calls: the rest say "not run" (mark_stopped)
+            return
         if confirm is not None and not confirm(call.name, call.arguments):
             call.error = "the user declined to run this tool call"
         else:
             try:
                 call.result, call.error = call_tool(tools, call.name, call.arguments)
+                call.returned = call.error is None or None
             except KeyboardInterrupt:  # it ran, so not "not run" (what the calls after it say)
                 call.error = STOPPED_RUNNING
                 raise

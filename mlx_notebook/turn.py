@@ -233,7 +233,7 @@ class Turn:
         if last.finish_reason in (None, "cancelled", "tool_calls") and self.error is None:
             last.finish_reason = STOPPED
         for call in last.tool_calls:
-            if call.result is None and call.error is None:
+            if not call.returned and call.error is None:
                 call.error = NOT_RUN
         self.refresh()
 

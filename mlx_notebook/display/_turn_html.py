@@ -75,7 +75,7 @@ def tool_card_html(call: dict, *, waiting: bool = False) -> str:
         parts.append('<div class="mlxnb-tool-label">error</div>')
         parts.append(f'<pre class="mlxnb-tool-error" style="color:#a40e26">'
                      f'{html.escape(call["error"])}</pre>')
-    elif call["result"] is not None:
+    elif call["result"] is not None or call.get("returned"):
         parts.append('<div class="mlxnb-tool-label">result</div>')
         parts.append(f'<pre class="mlxnb-tool-result">{html.escape(pretty_json(call["result"]))}</pre>')
     elif waiting:

@@ -96,6 +96,10 @@ def _tool_call(call: ToolCallRecord) -> dict:
         "arguments": json_safe(call.arguments),
         "result": json_safe(call.result),
         "error": None if call.error is None else str(call.error),
+        # Only where a null result would be ambiguous: the function returned None, and the
+        # model read null (every other record stays as it was saved before the field).
+        **({"returned": True} if call.returned and call.result is None and call.error is None
+           else {}),
     }
 
 

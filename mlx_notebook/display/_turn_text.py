@@ -66,7 +66,7 @@ def _markdown_part(part: dict) -> str | None:
                  fenced(pretty_json(call["arguments"]), "json")]
         if call["error"] is not None:
             block.append(f"**Error:** {_literal(call['error'])}")
-        elif call["result"] is not None:
+        elif call["result"] is not None or call.get("returned"):
             block.append("**Result**")
             block.append(fenced(pretty_json(call["result"]), "json"))
         return "\n\n".join(block)

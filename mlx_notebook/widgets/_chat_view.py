@@ -260,6 +260,8 @@ class ChatView(anywidget.AnyWidget):
                 return
             changed["result"] = json_safe(result)
             changed["error"] = None if error is None else str(error)
+            if error is None:  # the function returned: a None result reads as null, as the model read it
+                changed["returned"] = True
             with self.hold_sync():
                 self.tool_calls = calls
                 card = tool_card_html(changed, waiting=True)

@@ -562,6 +562,8 @@ def test_parallel_tool_calls_all_run(reasoner_shell, weather, capsys):
     assert isinstance(stopped.exception, ToolRoundsExceeded)
     assert result.error_in_exec.__cause__ is stopped.exception  # the turn's own, not a rebuilt one
     assert weather == []
+    assert [c["error"] for c in stopped.tool_calls] == [
+        "not run: the turn reached its limit of 1 round"] * 2  # not a null result
     result, _, err = run(reasoner_shell, f"%%chat --new --session par --tools get_weather\n{question}", capsys)
     assert weather == ["Tokyo", "Oslo"]
     assert [c["result"]["city"] for c in result.result.tool_calls] == ["Tokyo", "Oslo"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from mlx_notebook.turn import Round, Timings, TokenLogprob, ToolCallRecord, TopLogprob, Turn, Usage
@@ -91,7 +93,7 @@ def test_a_tool_stopped_while_it_runs_says_so_and_the_calls_after_it_never_ran()
                   ToolCall(1, "c2", "slow", {"city": "Rome"}, ""), Finished("tool_calls")]:
         turn.apply(event)
     with pytest.raises(KeyboardInterrupt):
-        _run_tools(turn.rounds[0], [make_tool(slow)], None, None)
+        _run_tools(turn.rounds[0], [make_tool(slow)], None, None, threading.Event())
     turn.mark_stopped()
     assert [call.error for call in turn.tool_calls] == [
         "stopped while it ran: the user stopped the turn", "not run: the user stopped the turn"]
@@ -169,3 +171,61 @@ def test_text_folded_token_by_token_reads_as_the_rounds_joined_at_every_step():
         turn.refresh()  # what deriving the totals from the rounds gives at this point
         assert seen == (turn.content, turn.reasoning), event
     assert (turn.content, turn.reasoning) == ("AB", "Look up.\nSunny.")
+
+
+def _two_call_turn(name: str) -> Turn:
+    from mlx_notebook.engine._events import Finished, Started, ToolCall
+
+    turn = Turn(model="m", session="s", request={})
+    for event in [Started("r1", 5, 0), ToolCall(0, "c1", name, {"city": "Oslo"}, ""),
+                  ToolCall(1, "c2", name, {"city": "Rome"}, ""), Finished("tool_calls")]:
+        turn.apply(event)
+    return turn
+
+
+def test_stop_pressed_between_two_calls_runs_no_more_of_them():
+    from mlx_notebook.runner import _run_tools
+    from mlx_notebook.tools import make_tool
+
+    stop_pressed, ran = threading.Event(), []
+
+    def lookup(city: str) -> str:
+        """Look a city up; the user presses Stop while it runs."""
+        ran.append(city)
+        stop_pressed.set()
+        return "found"
+
+    turn = _two_call_turn("lookup")
+    _run_tools(turn.rounds[0], [make_tool(lookup)], None, None, stop_pressed)
+    turn.mark_stopped()
+    assert ran == ["Oslo"]
+    assert [(call.result, call.error) for call in turn.tool_calls] == [
+        ("found", None), (None, "not run: the user stopped the turn")]
+
+
+def test_a_tool_returning_none_shows_null_as_the_model_read_it_not_a_call_still_waiting():
+    from mlx_notebook.display import tool_card_html, turn_mimebundle
+    from mlx_notebook.engine._events import ToolCall
+    from mlx_notebook.runner import _run_tools
+    from mlx_notebook.tools import make_tool
+    from mlx_notebook.widgets import ChatView
+
+    def log(city: str) -> None:
+        """Write the city to a log; returns nothing."""
+
+    turn = _two_call_turn("log")
+    view = ChatView("m", "s")
+    for call in turn.tool_calls:
+        view.handle(ToolCall(0, call.id, call.name, call.arguments, ""))
+    _run_tools(turn.rounds[0], [make_tool(log)], None, view, threading.Event())
+    turn.mark_stopped()  # a stop after the tools ran: they returned, so they are not "not run"
+    assert [(call.result, call.error, call.returned) for call in turn.tool_calls] == [
+        (None, None, True), (None, None, True)]
+    assert turn.rounds[0].messages()[1]["content"] == "null"
+    card = view.tool_cards["c1"]
+    assert "waiting for the result" not in card and '<pre class="mlxnb-tool-result">null</pre>' in card
+    data, _ = turn_mimebundle(turn)
+    assert data["text/html"].count('<pre class="mlxnb-tool-result">null</pre>') == 2
+    assert "**Result**\n\n```json\nnull\n```" in data["text/markdown"]
+    assert tool_card_html({"id": "c", "name": "f", "arguments": {}, "result": None,
+                           "error": None}).count("result") == 0  # not run: no result shown
