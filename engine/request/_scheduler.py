@@ -31,6 +31,7 @@ from .._events import Error, PrefillProgress
 from ._job import Job
 from ._prompt_cache import PromptCache
 from ._reply_stream import ReplyStream
+from ._seeded_sampler import SeededSampler
 from ._think_budget import think_budget_for
 from ._single_stream import Cancelled, Preempted, SingleStream
 
@@ -164,6 +165,8 @@ class _Active:
     """Prompt tokens the batch has still to read; None once it decodes."""
     reads: int = 0
     """Prefill calls mlx-lm's batch makes for it before it decodes (``_prefill_reads``)."""
+    sampler: object = None
+    """Its sampler, kept when it moves from the single stream (a seeded one holds its key)."""
 
 
 def _prefill_reads(segments: list[list[int]], step: int) -> int:
@@ -300,6 +303,11 @@ class Scheduler:
         s = request.sampling
         if s.greedy and s.xtc_probability == 0:
             return _GREEDY
+        if request.seed is not None and s.temperature > 0:
+            return SeededSampler(
+                request.seed, s.temperature, top_p=s.top_p, top_k=s.top_k, min_p=s.min_p,
+                xtc_probability=s.xtc_probability, xtc_threshold=s.xtc_threshold,
+                xtc_special_tokens=self._xtc_special)
         return make_sampler(
             s.temperature, top_p=s.top_p, top_k=s.top_k, min_p=s.min_p,
             xtc_probability=s.xtc_probability, xtc_threshold=s.xtc_threshold,
@@ -445,18 +453,17 @@ class Scheduler:
                 segments.append(tokens[max(seg.start, cached):seg.end])
                 kinds.append(seg.kind)
         reply.start(cached)
-        if request.seed is not None:
-            mx.random.seed(request.seed)
+        sampler = self._sampler(request)
         draft = self.draft_model
         if draft is not None or self._fast_path_ok(request, alone):
             if cache is None:
                 cache = make_prompt_cache(self.model)
                 if draft is not None:
                     cache += make_prompt_cache(draft)
-            self._single_active = _Active(job, reply, [])
+            self._single_active = _Active(job, reply, [], sampler=sampler)
             self.single = SingleStream(
                 self.model, self.stream, job, cache=cache, tokens=tokens,
-                cached=cached, sampler=self._sampler(request),
+                cached=cached, sampler=sampler,
                 processors=self._processors(request, prompt), stop_sequences=self._stops(request.stop),
                 prefill_step_size=self.prefill_step_size,
                 draft_model=draft, num_draft_tokens=request.num_draft_tokens,
@@ -472,7 +479,7 @@ class Scheduler:
             max_tokens=[request.max_tokens],
             caches=[cache],
             all_tokens=[tokens[:cached]],
-            samplers=[guard.sampler(self._sampler(request))],
+            samplers=[guard.sampler(sampler)],
             logits_processors=[guard.processors(self._processors(request, prompt))],
             stop_sequences=[self._stops(request.stop)],
         )
@@ -480,7 +487,8 @@ class Scheduler:
         self._unstepped = True
         self.active[uid] = _Active(job, reply, kinds[::-1], guard, cached,
                                    prompt_left=len(tokens) - cached,
-                                   reads=_prefill_reads(segments, self.prefill_step_size))
+                                   reads=_prefill_reads(segments, self.prefill_step_size),
+                                   sampler=sampler)
         # Room for the KV caches being decoded comes out of the prompt cache's budget.
         self.cache.trim_to(self.config.prompt_cache_bytes - self.batch.prompt_cache_nbytes)
 
@@ -496,12 +504,14 @@ class Scheduler:
         a.offset = len(tokens)
         a.prompt_left = len(rest)
         segments = [[t] for t in rest] if refeed > 1 and len(rest) == refeed else [rest]
+        if isinstance(a.sampler, SeededSampler):  # the token it sampled ahead was dropped
+            a.sampler.rewind(single.generated)
         (uid,) = self.batch.insert_segments(
             segments=[segments],
             max_tokens=[single.request.max_tokens - single.generated],
             caches=[cache],
             all_tokens=[tokens],
-            samplers=[a.guard.sampler(self._sampler(single.request))],
+            samplers=[a.guard.sampler(a.sampler)],
             logits_processors=[a.guard.processors(self._processors(single.request))],
             stop_sequences=[self._stops(single.request.stop)],
         )

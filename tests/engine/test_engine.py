@@ -7,8 +7,8 @@ import json
 import pytest
 
 from mlx_notebook.engine import (
-    Engine, EngineRequestError, Finished, ParseProblem, PrefillProgress, ReasoningDelta, Started,
-    TokenLogprobs, ToolCall, Usage,
+    ContentDelta, Engine, EngineRequestError, Finished, ParseProblem, PrefillProgress,
+    ReasoningDelta, Started, TokenLogprobs, ToolCall, Usage,
 )
 
 pytestmark = pytest.mark.model
@@ -263,6 +263,60 @@ def test_a_seed_makes_sampling_repeatable(tiny_engine, script_body):
     assert a == b
     c = tiny_engine.chat_completions({**body, "seed": 8})["choices"][0]["message"]
     assert c != a
+
+
+def _reply_text(handle, after=None) -> str:
+    """The reply's text; ``after(n)`` is called once ``n`` pieces have come."""
+    pieces = []
+    for event in handle.events():
+        if isinstance(event, (ContentDelta, ReasoningDelta)):
+            pieces.append(event.text)
+            if after is not None:
+                after(len(pieces))
+    return "".join(pieces)
+
+
+@pytest.mark.parametrize("sampling", [
+    {"temperature": 1.5}, {"temperature": 0.9, "top_p": 0.8, "top_k": 30},
+    {"temperature": 1.2, "min_p": 0.05, "xtc_probability": 0.5, "xtc_threshold": 0.05}])
+def test_a_seeded_reply_is_the_same_beside_other_requests_and_the_one_mlx_lm_samples(
+        tiny_engine, tiny_reasoner_path, script_body, sampling):
+    """mlx's random key is global: batched, two seeded replies drew each other's numbers and
+    matched neither alone. Each keeps its own key now, however it runs."""
+    import mlx.core as mx
+    from mlx_lm import load, stream_generate
+    from mlx_lm.sample_utils import make_sampler
+
+    body = script_body("long_story", seed=7, max_tokens=40, **sampling)
+    other = {**body, "seed": 8}
+    unseeded = {**body, "seed": None}
+    alone = _reply_text(tiny_engine.submit(body))
+    with tiny_engine.together():
+        handles = [tiny_engine.submit(b) for b in (body, other, unseeded)]
+    assert _reply_text(handles[0]) == alone
+    assert _reply_text(handles[1]) == _reply_text(tiny_engine.submit(other))
+    _reply_text(handles[2])
+    # Started alone, moved onto the batch when another request came mid-reply.
+    later = []
+    moved = _reply_text(tiny_engine.submit(body), after=lambda n: n == 8 and later.append(
+        tiny_engine.submit(other)))
+    assert moved == alone
+    assert _reply_text(later[0]) == _reply_text(tiny_engine.submit(other))
+    # What mlx-lm samples after mx.random.seed(7), from the same prompt.
+    model, tokenizer = load(str(tiny_reasoner_path))
+    prompt = list(tiny_engine.submit({**body, "max_tokens": 1}).prompt.tokens)
+    mx.random.seed(7)
+    sampler = make_sampler(
+        sampling["temperature"], top_p=sampling.get("top_p", 0.0), top_k=sampling.get("top_k", 0),
+        min_p=sampling.get("min_p", 0.0), xtc_probability=sampling.get("xtc_probability", 0.0),
+        xtc_threshold=sampling.get("xtc_threshold", 0.1),
+        xtc_special_tokens=tokenizer.encode("\n") + list(tokenizer.eos_token_ids))
+    theirs = [r.token for r in stream_generate(model, tokenizer, prompt, max_tokens=40,
+                                               sampler=sampler)]
+    ours = [e.token_id for e in tiny_engine.submit(
+        {"prompt": prompt, "max_tokens": 40, "seed": 7, **sampling, "logprobs": 1},
+        kind="completion").events() if isinstance(e, TokenLogprobs)]
+    assert ours == theirs
 
 
 TIME_TOOL = {"type": "function", "function": {
