@@ -12,6 +12,7 @@ import atexit
 import time
 from contextlib import contextmanager
 import uuid
+import warnings
 import weakref
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Mapping
@@ -135,14 +136,22 @@ class Engine:
             return getattr(getattr(model, "args", None), "vocab_size", None)
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def close(self) -> None:
-        """Cancel running requests, stop the engine thread and join it."""
+    def close(self, timeout: float = 30.0) -> None:
+        """Cancel running requests, stop the engine thread and join it (waiting up to
+        ``timeout`` seconds for an ``on_event`` callback still running)."""
         if self._closed:
             return
         self._closed = True
-        self._thread.stop()
-        _live_threads.discard(self._thread)
-        _settle_mlx_on_this_thread()
+        if self._thread.stop(timeout):
+            _live_threads.discard(self._thread)
+            _settle_mlx_on_this_thread()
+            return
+        # Still running: it stays among the threads joined at exit, or the interpreter would
+        # tear MLX down under it (the process aborts).
+        if not self._thread.on_engine_thread():
+            warnings.warn(
+                f"The engine thread is still in an on_event callback {timeout:g} s after "
+                "close(); it stops once the callback returns.", RuntimeWarning, stacklevel=2)
 
     def __enter__(self) -> "Engine":
         return self

@@ -286,13 +286,21 @@ class EngineThread:
         self._released = True
         self.inbox.put(None)  # wake an idle thread to look
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Cancel everything, stop the thread and join it."""
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Cancel everything, stop the thread and join it. False when it is still running:
+        asked from the thread itself (an on_event callback), or a callback holds it past
+        ``timeout`` seconds; it stops once the callback returns."""
         self._stopping = True
         self.inbox.put(None)  # wake a thread blocked on an empty inbox
-        if self._thread.ident is not None and threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
-            _wait_for_os_thread_exit(self._thread.native_id)
+        if self._thread.ident is None:
+            return True
+        if threading.current_thread() is self._thread:
+            return False
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            return False
+        _wait_for_os_thread_exit(self._thread.native_id)
+        return True
 
     @property
     def dead_message(self) -> str:

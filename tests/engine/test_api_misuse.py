@@ -213,3 +213,45 @@ def test_a_parser_that_fails_at_the_end_fails_the_request_instead_of_hanging_it(
     assert len(done) == 3
     for events in done:
         assert type(events[-1]).__name__ == "Error" and "parser bug" in events[-1].message
+
+
+def test_close_inside_on_event_stops_the_engine_and_leaves_its_thread_to_be_joined_at_exit(
+        tiny_reasoner_path):
+    """The thread cannot join itself: it stays among those joined at exit (an interpreter
+    exiting under a running MLX thread aborts the process)."""
+    from mlx_notebook.engine._engine import _live_threads
+
+    engine = Engine(str(tiny_reasoner_path), progress=False)
+    seen = []
+
+    def on_event(event):
+        if not seen:
+            engine.close()
+            seen.append(engine._thread in _live_threads)
+
+    engine.submit(SUM, on_event=on_event)
+    engine._thread._thread.join(10)  # it stops once the callback returns
+    assert seen == [True] and not engine._thread._thread.is_alive()
+    assert not engine.healthy and repr(engine).endswith("closed, 0 active>")
+
+
+def test_close_while_a_callback_blocks_says_so_and_keeps_the_thread_for_exit(tiny_reasoner_path):
+    from mlx_notebook.engine._engine import _live_threads
+
+    engine = Engine(str(tiny_reasoner_path), progress=False)
+    entered, release = threading.Event(), threading.Event()
+
+    def on_event(event):
+        entered.set()
+        release.wait(30)
+
+    engine.submit(SUM, on_event=on_event)
+    assert entered.wait(10)
+    with pytest.warns(RuntimeWarning, match=r"^The engine thread is still in an on_event "
+                                            r"callback 0.5 s after close\(\); it stops once "
+                                            r"the callback returns\.$"):
+        engine.close(timeout=0.5)
+    assert engine._thread in _live_threads and not engine.healthy
+    release.set()
+    engine._thread._thread.join(10)
+    assert not engine._thread._thread.is_alive()
