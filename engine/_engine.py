@@ -212,8 +212,8 @@ class Engine:
                                   "filed when it finishes.")
         if t is None:
             raise EngineError(
-                f"No trace for request {request_id!r}: only the last 16 finished requests "
-                "are kept."
+                f"No trace for request {request_id!r}: it is not among the last 16 finished "
+                "requests, the only ones kept."
             )
         if t.family is None:
             raise EngineError(f"Request {request_id!r} was a completion: it has no parse trace.")

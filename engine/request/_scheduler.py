@@ -443,6 +443,7 @@ class Scheduler:
         if job.cancel.is_set():
             reply.start(0)
             reply.finish("cancelled")
+            self.on_done(job, reply)  # its trace: nothing generated, rather than no trace
             return
         tokens = list(prompt.tokens)
         cache, cached, _ = self.cache.fetch(

@@ -255,3 +255,16 @@ def test_close_while_a_callback_blocks_says_so_and_keeps_the_thread_for_exit(tin
     release.set()
     engine._thread._thread.join(10)
     assert not engine._thread._thread.is_alive()
+
+
+def test_a_request_cancelled_before_it_started_has_an_empty_trace_not_a_missing_one(tiny_engine):
+    with tiny_engine.together():
+        handle = tiny_engine.submit(SUM)
+        handle.cancel()
+    assert [type(e).__name__ for e in handle.events()] == ["Started", "Usage", "Finished"]
+    trace = tiny_engine.trace(handle)  # said "only the last 16 finished requests are kept"
+    assert (trace.events, trace.buffered.content) == ((), "")
+    with pytest.raises(EngineError) as missing:
+        tiny_engine.trace("chatcmpl-nothing")
+    assert str(missing.value) == ("No trace for request 'chatcmpl-nothing': it is not among "
+                                  "the last 16 finished requests, the only ones kept.")
