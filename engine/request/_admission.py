@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .._config import EngineConfig
-from .._errors import EngineRequestError
+from .._errors import EngineError, EngineRequestError
 
 __all__ = [
     "SamplingOptions",
@@ -624,7 +624,7 @@ def admit(
     length checks fall back to what MLX itself can represent.
     """
     if kind not in ("chat", "completion"):
-        raise ValueError(f"kind must be 'chat' or 'completion', not {kind!r}")
+        raise EngineError(f"kind must be 'chat' or 'completion', not {kind!r}.")
     if not isinstance(body, Mapping):
         _fail("The request body must be a JSON object.", None)
     _check_tree(body)

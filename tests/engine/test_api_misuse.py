@@ -268,3 +268,10 @@ def test_a_request_cancelled_before_it_started_has_an_empty_trace_not_a_missing_
         tiny_engine.trace("chatcmpl-nothing")
     assert str(missing.value) == ("No trace for request 'chatcmpl-nothing': it is not among "
                                   "the last 16 finished requests, the only ones kept.")
+
+
+@pytest.mark.parametrize("kind", ["chat ", "Chat", None, 3])
+def test_an_unknown_kind_is_an_engine_error_in_one_sentence(tiny_engine, kind):
+    with pytest.raises(EngineError) as caught:
+        tiny_engine.submit(SUM, kind=kind)
+    assert str(caught.value) == f"kind must be 'chat' or 'completion', not {kind!r}."
