@@ -575,14 +575,12 @@ def resolve_tools(names: list[str] | None, namespace: dict) -> list[Tool]:
     (``--tools none``) offers none. A name given twice is offered once.
     """
     if names is None:
-        return list(_registry.values())
+        return [_current(registered, namespace) for registered in _registry.values()]
     tools = []
     for name in dict.fromkeys(names):
-        if name in _registry and not _redefined(_registry[name], namespace.get(name)):
-            tools.append(_registry[name])
+        if name in _registry:
+            tools.append(_current(_registry[name], namespace))
         elif name in namespace:
-            # Also a registered tool redefined without @tool since: the notebook's current
-            # definition is the one the user means.
             tools.append(make_tool(namespace[name], name=name))
         else:
             raise ToolError(
@@ -590,6 +588,13 @@ def resolve_tools(names: list[str] | None, namespace: dict) -> list[Tool]:
                 "with @mlx_notebook.tool."
             )
     return tools
+
+
+def _current(registered: Tool, namespace: dict) -> Tool:
+    """A registered tool as the notebook defines it now: redefined without ``@tool`` since
+    (a fix run again as a plain ``def``), the current definition is the one the user means."""
+    current = namespace.get(getattr(registered.function, "__name__", ""))
+    return make_tool(current, name=registered.name) if _redefined(registered, current) else registered
 
 
 def _redefined(registered: Tool, current: Any) -> bool:

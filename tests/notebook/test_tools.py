@@ -295,9 +295,11 @@ def test_a_registered_tool_redefined_without_the_decorator_is_the_one_offered():
         """New lookup."""
         return "new"
 
-    (offered,) = resolve_tools(["lookup"], {"lookup": lookup})
-    assert (offered.description, list(offered.parameters["properties"])) == ("New lookup.", ["city", "country"])
-    assert call_tool([offered], "lookup", {"city": "Paris", "country": "FR"}) == ("new", None)
+    for names in (["lookup"], None):  # named with --tools, or offered as every @tool is
+        (offered,) = resolve_tools(names, {"lookup": lookup})
+        assert (offered.description, list(offered.parameters["properties"])) == (
+            "New lookup.", ["city", "country"])
+        assert call_tool([offered], "lookup", {"city": "Paris", "country": "FR"}) == ("new", None)
     # Not redefined: the decorator's tool, with what the decorator was told.
     registered = registered_tools()["lookup"]
     assert resolve_tools(["lookup"], {"lookup": registered.function}) == [registered]
