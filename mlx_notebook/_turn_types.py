@@ -121,6 +121,18 @@ class ToolCallRecord(_FieldMapping):
                    dict(values.get("arguments") or {}), values.get("result"), values.get("error"),
                    True if values.get("returned") else None)
 
+    def read_result(self) -> Any:
+        """The result as the model read it, as JSON: a record as its fields, a date as ISO
+        text, a NumPy number as Python's; text stays text. What the cards show and the saved
+        record keeps. A result with no JSON form is returned as it is (the model read its
+        ``repr``; a record shows each part it can)."""
+        if self.result is None or isinstance(self.result, (str, bool, int, float)):
+            return self.result
+        try:
+            return json.loads(self.message_content())
+        except ValueError:  # its repr, which the model read
+            return self.result
+
     def message_content(self) -> str:
         """What the model reads back: the result as text (JSON when it can be), or the error."""
         if self.error is not None:

@@ -221,4 +221,4 @@ def _run_tools(round_: Round, tools: list[Tool], confirm: Confirm | None, view: 
                 call.error = STOPPED_RUNNING
                 raise
         if view is not None:
-            _shown_on(view, "tool_result", call.id, result=call.result, error=call.error)
+            _shown_on(view, "tool_result", call.id, result=call.read_result(), error=call.error)

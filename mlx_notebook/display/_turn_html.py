@@ -34,10 +34,24 @@ def turn_css() -> str:
 
 def pretty_json(value: Any) -> str:
     """Tool arguments and results as people read them: indented, non-ASCII kept (and cut
-    below ``JSON_DEPTH`` levels, which the indenting encoder could not reach)."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(json_safe(value), indent=2, ensure_ascii=False, sort_keys=False)
+    below ``JSON_DEPTH`` levels, which the indenting encoder could not reach), and cut after
+    ``SHOWN_CHARS`` characters: a tool that returned a whole web page would otherwise fill
+    the notebook's screen and file three times over (HTML, Markdown, text). The turn keeps it
+    whole."""
+    text = value if isinstance(value, str) else json.dumps(
+        json_safe(value), indent=2, ensure_ascii=False, sort_keys=False)
+    return shown_cut(text)
+
+
+SHOWN_CHARS = 10_000
+
+
+def shown_cut(text: str) -> str:
+    """``text``, cut after ``SHOWN_CHARS`` characters with a line saying how much more there is."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return (f"{text[:SHOWN_CHARS]}\n… {len(text) - SHOWN_CHARS:,} more characters, not shown "
+            "(the turn's tool_calls hold them all)")
 
 
 def reasoning_text(record: dict) -> str:

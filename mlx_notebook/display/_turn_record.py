@@ -94,7 +94,7 @@ def _tool_call(call: ToolCallRecord) -> dict:
         "id": call.id,
         "name": call.name,
         "arguments": json_safe(call.arguments),
-        "result": json_safe(call.result),
+        "result": json_safe(call.read_result()),
         "error": None if call.error is None else str(call.error),
         # Only where a null result would be ambiguous: the function returned None, and the
         # model read null (every other record stays as it was saved before the field).

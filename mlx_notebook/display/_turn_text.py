@@ -13,7 +13,7 @@ import re
 from ._footer import footer_items, status_label
 from ._inert_markdown import fenced, inert_line, inert_markdown
 from ._numbers import plural
-from ._turn_html import pretty_json
+from ._turn_html import pretty_json, shown_cut
 from ._turn_parts import tools_offered_line, tools_unsupported_warning, turn_parts
 
 __all__ = ["turn_markdown", "turn_plain_text", "visible_text"]
@@ -93,7 +93,7 @@ def _plain_part(part: dict, record: dict) -> str | None:
     if part["kind"] == "tool":
         call = part["call"]
         outcome = (f"error: {call['error']}" if call["error"] is not None
-                   else json.dumps(call["result"], ensure_ascii=False))
+                   else shown_cut(json.dumps(call["result"], ensure_ascii=False)))
         return (f"[tool] {call['name']}({json.dumps(call['arguments'], ensure_ascii=False)})"
                 f" -> {outcome}")
     if part["kind"] == "interim":

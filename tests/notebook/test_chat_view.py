@@ -199,13 +199,15 @@ def test_arguments_nested_past_the_recursion_limit_still_render():
     view.handle(ToolCall(index=0, id="call_0", name="f", arguments=deep, text=""))
     view.tool_result("call_0", result=deep)
     view.handle(Finished("tool_calls"))
-    assert "nested deeper than 100 levels" in view.tool_cards["call_0"]
+    # Indented 100 levels deep, it is longer than a card shows: cut, with the count.
+    assert "more characters, not shown" in view.tool_cards["call_0"]
     turn = Turn(model="smollm2", session="default", request={},
                 tool_calls=[{"id": "call_0", "name": "f", "arguments": deep, "result": deep,
                              "error": None}], finish_reason="stop")
     data, _ = view.finish(turn)
-    assert "nested deeper than 100 levels" in data["text/html"]
-    assert "nested deeper than 100 levels" in data["text/markdown"]
+    assert "nested deeper than 100 levels" in json.dumps(data[TURN_MIME_TYPE]["tool_calls"])
+    assert "more characters, not shown" in data["text/html"]
+    assert "more characters, not shown" in data["text/markdown"]
 
 def test_footer_numbers_follow_started_and_usage_across_rounds():
     view, _ = recording_view()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import re
 import threading
 
 import pytest
@@ -229,3 +232,46 @@ def test_a_tool_returning_none_shows_null_as_the_model_read_it_not_a_call_still_
     assert "**Result**\n\n```json\nnull\n```" in data["text/markdown"]
     assert tool_card_html({"id": "c", "name": "f", "arguments": {}, "result": None,
                            "error": None}).count("result") == 0  # not run: no result shown
+
+
+@dataclasses.dataclass
+class Booking:  # a tool's hints are resolved in its module: a record type lives at the top
+    guest: str
+    night: datetime.date
+
+
+def test_a_card_shows_a_result_as_the_model_read_it_and_a_huge_one_cut():
+    """A record result reached the model as its fields and a date as ISO text: the card and
+    the saved turn say the same, not the object's repr. A whole web page is cut on screen, with
+    how much more there is, and kept whole on the turn."""
+    from mlx_notebook.display import TURN_MIME_TYPE, turn_mimebundle
+    from mlx_notebook.engine._events import ToolCall
+    from mlx_notebook.runner import _run_tools
+    from mlx_notebook.tools import make_tool
+    from mlx_notebook.widgets import ChatView
+
+    def book(city: str) -> Booking:
+        """Book a night."""
+        return Booking("Ada", datetime.date(2026, 12, 4))
+
+    def fetch(city: str) -> str:
+        """Fetch a page."""
+        return "<p>" + "word " * 5000
+
+    for function, name in ((book, "book"), (fetch, "fetch")):
+        turn = _two_call_turn(name)
+        view = ChatView("m", "s")
+        view.handle(ToolCall(0, "c1", name, {"city": "Oslo"}, ""))
+        _run_tools(turn.rounds[0], [make_tool(function)], None, view, threading.Event())
+        data, _ = turn_mimebundle(turn)
+        card, record = view.tool_cards["c1"], data[TURN_MIME_TYPE]["tool_calls"][0]
+        if name == "book":
+            read = turn.rounds[0].messages()[1]["content"]
+            assert read == '{"guest": "Ada", "night": "2026-12-04"}'
+            assert record["result"] == {"guest": "Ada", "night": "2026-12-04"}
+            assert "&quot;night&quot;: &quot;2026-12-04&quot;" in card and "Booking(" not in card
+        else:
+            assert record["result"] == "<p>" + "word " * 5000  # kept whole
+            for shown in (card, data["text/html"], data["text/markdown"], data["text/plain"]):
+                assert re.search(r"\n… 15,00[35] more characters, not shown \(the turn", shown)
+                assert len(shown) < 30_000
