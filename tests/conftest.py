@@ -9,6 +9,7 @@ user's model store (``MLX_NOTEBOOK_CACHE``), so a second run reuses them.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +23,13 @@ from mlx_notebook.engine.models._store import resolve_model
 from mlx_notebook.engine.models.tiny_reasoner import load_scripts
 
 SCRIPTS = {script["name"]: script for script in load_scripts()}
+
+# A suite started in the background by a shell without job control (``nohup ... &``) inherits
+# SIGINT ignored, and so would every Python it starts: the tests that interrupt a subprocess
+# (Ctrl-C on `mlx-notebook serve`, an interrupt while a model loads) would then see nothing.
+# Caught here, it is back to the default in the processes the tests start.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _script_body(name: str, **extra) -> dict:
