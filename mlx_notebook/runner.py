@@ -160,7 +160,8 @@ def _consume(engine: Any, handle: Any, turn: Turn, view: View | None, kind: str)
             # promptly with Usage and Finished, which keep the counts honest. The view shows
             # the rest too: the turn keeps what was shown, no more. A second interrupt stops
             # waiting.
-            _stream(engine, handle, turn, view, kind)
+            if not handle.done:  # the interrupt may have come after its last event, too
+                _stream(engine, handle, turn, view, kind)
         except KeyboardInterrupt:
             pass
         raise

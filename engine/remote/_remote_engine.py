@@ -35,6 +35,7 @@ from ..models._info import ModelInfo
 from ..parsing import get_family
 from ..parsing._families import ALIASES
 from ..request._admission import DEFAULT_MODEL_ALIAS, GenerationRequest, admit
+from ..request._handle import read_to_its_end
 from ..request._job import check_on_event
 from ..request._prompt_cache import CacheInfo
 from ._chunk_reader import ChunkReader
@@ -305,6 +306,7 @@ class RemoteHandle:
         self._cancel = threading.Event()
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._done = False
+        self._started_sent = False
         self._response = response
         self._reading = threading.Lock()
         self._reader_running = whole is None
@@ -385,8 +387,12 @@ class RemoteHandle:
     def events(self) -> Iterator[EngineEvent]:
         """``Started``, the reply's deltas and tool calls, ``Usage`` and ``Finished`` (or
         ``Error``), as a local request's handle yields them."""
+        if self._done:
+            raise read_to_its_end(self.id)
         reader, first = self._reader, None
-        yield Started(self.id, prompt_tokens=0, cached_tokens=0)
+        if not self._started_sent:  # an iterator dropped half-way is taken up, not restarted
+            self._started_sent = True
+            yield Started(self.id, prompt_tokens=0, cached_tokens=0)
         cancelled = ended = False
         while True:
             try:

@@ -58,9 +58,13 @@ class RequestHandle:
         self._job.cancel.set()
 
     def events(self) -> Iterator[EngineEvent]:
-        """Typed events up to and including ``Finished`` or ``Error``."""
+        """Typed events up to and including ``Finished`` or ``Error``, once: an iterator
+        dropped half-way is taken up where it stopped, a reply read to its end is not read
+        again (EngineError)."""
         if getattr(self._job.out, "deliver", None) is not None:
             raise RuntimeError("This request's events go to the on_event given to submit().")
+        if self._done:
+            raise read_to_its_end(self.id)
         refusal = None if self._done else self._thread.blocking_read_refusal(self._job.out.started)
         if refusal:
             raise EngineError(refusal)
@@ -81,6 +85,14 @@ class RequestHandle:
     def __repr__(self) -> str:
         state = "done" if self.done else ("cancelled" if self._job.cancel.is_set() else "running")
         return f"<RequestHandle {self.id} {self._job.request.kind} {state}>"
+
+
+def read_to_its_end(request_id: str) -> EngineError:
+    """A reply's events asked for again after its last: an empty read would look like a reply
+    that said nothing (and a remote one would wait for ever)."""
+    return EngineError(f"The reply of request {request_id!r} was read to its end already; keep "
+                       "the events the first read gave (events = list(handle.events())) to go "
+                       "over them again.")
 
 
 def _cancel_unread(job: Job) -> None:

@@ -275,3 +275,16 @@ def test_an_unknown_kind_is_an_engine_error_in_one_sentence(tiny_engine, kind):
     with pytest.raises(EngineError) as caught:
         tiny_engine.submit(SUM, kind=kind)
     assert str(caught.value) == f"kind must be 'chat' or 'completion', not {kind!r}."
+
+
+def test_a_reply_read_to_its_end_is_not_read_again_as_an_empty_one(tiny_engine):
+    handle = tiny_engine.submit(SUM)
+    events = handle.events()
+    first = [next(events), next(events)]  # an iterator dropped half-way is taken up
+    rest = list(handle.events())
+    assert type(first[0]).__name__ == "Started" and type(rest[-1]) is Finished
+    with pytest.raises(EngineError) as caught:
+        list(handle.events())
+    assert str(caught.value) == (
+        f"The reply of request {handle.id!r} was read to its end already; keep the events the "
+        "first read gave (events = list(handle.events())) to go over them again.")

@@ -116,6 +116,23 @@ def test_stop_closes_the_stream_and_frees_the_served_engine(
         assert wait_until(lambda: tiny_listener.served() == ())
 
 
+def test_a_remote_reply_read_to_its_end_is_not_read_again(tiny_listener, script_body):
+    """Read a second time, a remote reply waited for ever on its emptied queue."""
+    with RemoteEngine(tiny_listener.url, api_key=tiny_listener.token) as remote:
+        handle = remote.submit(script_body("reason_then_answer"))
+        events = handle.events()
+        started = next(events)  # an iterator dropped half-way is taken up, not restarted
+        rest = list(handle.events())
+        assert type(started).__name__ == "Started" and "Started" not in {
+            type(e).__name__ for e in rest}
+        assert type(rest[-1]).__name__ == "Finished"
+        with pytest.raises(EngineError) as caught:
+            list(handle.events())
+        assert str(caught.value).endswith("was read to its end already; keep the events the "
+                                          "first read gave (events = list(handle.events())) "
+                                          "to go over them again.")
+
+
 # -- failures as one sentence ---------------------------------------------------------------------
 def test_a_refused_connection_is_one_sentence(shell):
     with socket.socket() as s:  # a port nobody listens on
