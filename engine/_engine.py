@@ -269,7 +269,8 @@ class Engine:
 
     def submit(self, body: Mapping[str, Any], *, kind: str = "chat",
                on_event: Callable[[EngineEvent], None] | None = None) -> RequestHandle:
-        """Admit and schedule ``body``; read the handle's ``events()`` for the reply.
+        """Admit and schedule ``body``; read the handle's ``events()`` for the reply. Keep
+        the handle: a reply whose handle is dropped unread is cancelled (nobody could read it).
 
         With ``on_event``, each event is passed to it instead, as it is made, on the thread
         that makes it (mostly the engine thread: it must return at once and never raise);
