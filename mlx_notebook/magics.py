@@ -51,6 +51,34 @@ SUBCOMMANDS = ("status", "serve", "unload", "cache", "render", "trace", "session
                "config", "tools", "panel", "help")
 """``%mlx`` subcommands in the order help lists them; ``%mlx NAME`` runs method ``_NAME``."""
 
+def _flags_as_settings(line: str, keys: set[str]) -> str:
+    """``%mlx config`` settings written as a cell's flags, as the settings they mean:
+    ``--max-tokens 5`` and ``--max-tokens=5`` as ``max-tokens=5``, ``--raw`` as ``raw=true``,
+    ``--no-think`` as ``think=false`` (argparse would call them unrecognized arguments)."""
+    try:
+        tokens = shlex.split(line)
+    except ValueError:  # _parse says what is wrong with the quotes
+        return line
+    key_of = lambda token: token.partition("=")[0].lstrip("-").replace("-", "_")  # noqa: E731
+    out, i = [], 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if not token.startswith("--") or token == "--help" or len(token) == 2:
+            out.append(token)
+        elif "=" in token:
+            out.append(token[2:])
+        elif i < len(tokens) and not tokens[i].startswith("--") and not (
+                "=" in tokens[i] and key_of(tokens[i]) in keys):
+            out.append(f"{token[2:]}={tokens[i]}")
+            i += 1
+        elif key_of(token).startswith("no_") and key_of(token) not in keys:
+            out.append(f"{token[5:]}=false")
+        else:
+            out.append(f"{token[2:]}=true")
+    return shlex.join(out)
+
+
 def _parse(func: Any, line: str, magic: str):
     """Parse a magic's line, with errors that name the magic and where its help is.
 
@@ -602,11 +630,12 @@ class MlxMagics(Magics):
     @magic_arguments(name="mlx config")
     @argument("settings", nargs="*", metavar="KEY=VALUE",
               help="A %%%%chat/%%%%complete flag without its dashes and its value, e.g. temperature=0.7, "
-                   "think=false, session=math, tools=get_weather; KEY= removes it. No settings "
-                   "shows the current defaults.")
+                   "think=false, session=math, tools=get_weather (or as a cell writes it: "
+                   "--max-tokens 64, --no-think); KEY= removes it. No settings shows the "
+                   "current defaults.")
     def _config(self, line: str):
         """Set defaults for the chat flags of this kernel; flags on a cell still win."""
-        args = _parse(self._config, line, "%mlx config")
+        args = _parse(self._config, _flags_as_settings(line, config_keys(self.chat)), "%mlx config")
         changes: dict[str, str | None] = {}  # applied only when every setting is valid
         for setting in args.settings:
             key, sep, value = setting.partition("=")
