@@ -59,7 +59,7 @@ def _flags_as_settings(line: str, keys: set[str]) -> str:
         tokens = shlex.split(line)
     except ValueError:  # _parse says what is wrong with the quotes
         return line
-    key_of = lambda token: token.partition("=")[0].lstrip("-").replace("-", "_")  # noqa: E731
+    key_of = lambda token: _config_key(token.partition("=")[0])  # noqa: E731
     out, i = [], 0
     while i < len(tokens):
         token = tokens[i]
@@ -77,6 +77,13 @@ def _flags_as_settings(line: str, keys: set[str]) -> str:
         else:
             out.append(f"{token[2:]}=true")
     return shlex.join(out)
+
+
+def _config_key(text: str) -> str:
+    """A ``%mlx config`` key as written (``max-tokens``, ``--max-tokens``, ``temp``) as the
+    key it names (``max_tokens``, ``temperature``)."""
+    key = text.strip().lstrip("-").replace("-", "_")
+    return CONFIG_ALIASES.get(key, key)
 
 
 def _parse(func: Any, line: str, magic: str):
@@ -639,8 +646,7 @@ class MlxMagics(Magics):
         changes: dict[str, str | None] = {}  # applied only when every setting is valid
         for setting in args.settings:
             key, sep, value = setting.partition("=")
-            key = key.strip().lstrip("-").replace("-", "_")  # max-tokens, as the flag spells it
-            key = CONFIG_ALIASES.get(key, key)
+            key = _config_key(key)
             if not sep:
                 raise UsageError(f"%mlx config: '{setting}' is not KEY=VALUE; e.g. temperature=0.7.")
             if key not in config_keys(self.chat):

@@ -926,11 +926,11 @@ def test_config_accepts_dashed_keys_as_the_flags_spell_them(bare_shell, capsys):
 def test_config_takes_settings_written_as_a_cells_flags(bare_shell, capsys):
     """``--max-tokens 5`` was 'unrecognized arguments: --max-tokens'."""
     result, out, err = run(bare_shell, "%mlx config --max-tokens 5 --temperature=0.5 --raw "
-                                       "--no-think --stop '-x' seed=2", capsys)
+                                       "--no-think --stop '-x' seed=2 --confirm temp=0.5", capsys)
     assert result.success, err
     assert magics_of(bare_shell).defaults == {
         "max_tokens": "--max-tokens 5", "temperature": "--temperature 0.5", "raw": "--raw",
-        "think": "--no-think", "stop": "--stop -x", "seed": "--seed 2"}
+        "think": "--no-think", "stop": "--stop -x", "seed": "--seed 2", "confirm": "--confirm"}
     fails_with(bare_shell, "%mlx config --max-tokens -3",
                "%mlx config: max_tokens must be at least 1, got -3.", capsys)
     fails_with(bare_shell, "%mlx config --max-tokens",  # a switch's form: no value given
