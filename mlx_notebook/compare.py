@@ -167,16 +167,16 @@ def comparison_mimebundle(comparison: Comparison) -> tuple[dict, dict]:
             f'<div class="mlxnb-compare-divergence" style="font-size:12px;margin-bottom:4px">'
             f"{html.escape(line)}</div>"
             f'<div style="display:flex;gap:12px;align-items:flex-start">{"".join(panes)}</div></div>')
-    record = {"version": 1, "labels": encodable(list(comparison.labels)),
-              "diverges_at": comparison.diverges_at, "sides": records}
+    labels = encodable(list(comparison.labels))
+    record = {"version": 1, "labels": labels, "diverges_at": comparison.diverges_at,
+              "sides": records}
     if comparison.by != "token":  # two models: the index is a character's; each pane marks its token
         record.update(by=comparison.by, marks=list(comparison.marks or (None, None)))
     # The labels and model names are the user's or a server's: no escape sequence of theirs
     # reaches a terminal, and no lone surrogate fails the output.
     data = {COMPARE_MIME_TYPE: record, "text/html": encodable(body),
             "text/plain": visible_text("\n".join([line, *texts]))}
-    metadata = {"mlx_notebook": {"compare": encodable(list(comparison.labels)),
-                                 "diverges_at": comparison.diverges_at}}
+    metadata = {"mlx_notebook": {"compare": labels, "diverges_at": comparison.diverges_at}}
     return data, metadata
 
 

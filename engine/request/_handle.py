@@ -65,7 +65,7 @@ class RequestHandle:
             raise RuntimeError("This request's events go to the on_event given to submit().")
         if self._done:
             raise read_to_its_end(self.id)
-        refusal = None if self._done else self._thread.blocking_read_refusal(self._job.out.started)
+        refusal = self._thread.blocking_read_refusal(self._job.out.started)
         if refusal:
             raise EngineError(refusal)
         take, pending = self._job.out.take, self._pending

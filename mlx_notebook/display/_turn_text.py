@@ -11,7 +11,7 @@ import json
 import re
 
 from ._footer import footer_items, status_label
-from ._inert_markdown import fenced, inert_line, inert_markdown
+from ._inert_markdown import _longest_backtick_run, fenced, inert_line, inert_markdown
 from ._numbers import plural
 from ._turn_html import pretty_json, shown_cut
 from ._turn_parts import tools_offered_line, tools_unsupported_warning, turn_parts
@@ -42,7 +42,7 @@ def _code_span(text: str) -> str:
     text = " ".join(text.split())  # a blank line would end the paragraph, and the span
     if "`" not in text:
         return f"`{text}`"
-    ticks = "`" * (max(len(run) for run in re.findall("`+", text)) + 1)
+    ticks = "`" * (_longest_backtick_run(text) + 1)
     return f"{ticks} {text} {ticks}"  # the spaces, which CommonMark strips, part a backtick
 
 
