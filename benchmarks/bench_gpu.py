@@ -400,7 +400,8 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
 
 def bench_model(path: Path, args) -> dict:
     row: dict = {}
-    with Engine(str(path), dtype="keep", progress=False) as engine:
+    with Engine(str(path), dtype="keep", progress=False,
+                fused_first_token=args.fused_first_token) as engine:
         row["single"] = single_stream(engine, args.tokens, args.rounds)
         print(f"  single stream {row['single']}", flush=True)
         row["aggregate"] = {}
@@ -449,6 +450,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--profile", nargs="*", type=int, default=[],
                         help="N at which to print (and keep in --json) where each side's time "
                              "goes: the ramp, the steps with all N in the batch, the timers")
+    parser.add_argument("--fused-first-token", action="store_true",
+                        help="the engine reads a prompt's last token with its last chunk "
+                             "(EngineConfig.fused_first_token): one forward pass fewer")
     parser.add_argument("--tokenizer", help="a model dir whose tokenizer to use (default: the "
                                             "default model's)")
     parser.add_argument("--json", help="also write the results here")

@@ -82,6 +82,15 @@ class EngineConfig:
     """Prompt tokens per prefill chunk; a cancel takes effect between chunks. None: chosen
     for the device (``Scheduler``): mlx-lm's 2048 on a GPU, small chunks on a CPU so Stop
     acts within a fraction of a second."""
+    fused_first_token: bool = False
+    """Read the prompt's last token with the rest of its last chunk, in one forward pass that
+    also gives the first reply token, where mlx-lm reads it in a pass of its own. A request
+    alone then answers one forward pass sooner: a follow-up turn, whose new part is short,
+    in one pass instead of two (a GPU running a small model is bound by each pass's kernel
+    launches). Off by default, because the numbers are then not mlx-lm's bit for bit: the
+    last token's pass uses the kernels for several rows (as a cached prefix's chunks already
+    differ from a cold prompt's), so at a near-tie a greedy reply may differ from
+    mlx_lm.server's. Requests in a batch and with a draft model read prompts as mlx-lm does."""
     reasoning_field: str = "reasoning"
     """Message key for reasoning text in responses: ``reasoning`` or ``reasoning_content``."""
 
@@ -97,6 +106,8 @@ class EngineConfig:
             set_(name, None if name != "model_spec" and value is not None and not value.strip()
                  else value)
         set_("dtype", "auto" if self.dtype is None else self.dtype)
+        if self.fused_first_token is None:
+            set_("fused_first_token", False)
         for name in ("chat_template_args", "default_sampling"):
             value = getattr(self, name) or {}
             if not isinstance(value, Mapping):
@@ -164,6 +175,9 @@ def _check(config: EngineConfig) -> None:
                           "wrote, with adapter_config.json and the adapter weights.")
     if config.reasoning_field not in ("reasoning", "reasoning_content"):
         raise EngineError("reasoning_field must be 'reasoning' or 'reasoning_content'.")
+    if not isinstance(config.fused_first_token, bool):
+        raise EngineError(f"fused_first_token must be True or False, not "
+                          f"{config.fused_first_token!r}.")
     if config.dtype not in DTYPES:
         raise EngineError(f"Unknown dtype {config.dtype!r}: use one of {', '.join(DTYPES)}.")
     for name, least in (("prefill_step_size", 1), ("max_kv_size", MIN_KV_SIZE),

@@ -19,6 +19,10 @@ _DTYPE_HELP = ("auto (default): float32 for a model of at most 2B parameters on 
                "BLAS makes it fast, "
                "else the model's own; keep: the file's quantization; float32 or bfloat16: dequantize")
 
+_FUSED_HELP = ("read a prompt's last token and its first reply token in one forward pass, not "
+               "mlx-lm's two: a lone request (a follow-up turn) answers a pass sooner, but greedy "
+               "replies are no longer mlx_lm.server's bit for bit (off by default)")
+
 _ORIGINS_HELP = ("comma-separated web origins whose pages may call the API from a browser "
                  "(CORS), e.g. http://localhost:3000, or * for any (default: none)")
 
@@ -95,7 +99,8 @@ def _serve(args: argparse.Namespace) -> None:
     # minutes: a typo is refused at once.
     listener = Listener(None, host=args.host, port=args.port, token=args.token,
                         allowed_origins=args.allowed_origins)
-    with Engine(args.spec, dtype=args.dtype, progress=not args.quiet) as engine:
+    with Engine(args.spec, dtype=args.dtype, progress=not args.quiet,
+                fused_first_token=args.fused_first_token) as engine:
         listener.engine = engine
         with listener:
             print(f"Serving {engine.model_info.name} at {listener.url}")
@@ -156,6 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--allowed-origins", default="", metavar="ORIGINS",
                        help=_ORIGINS_HELP)
     serve.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
+    serve.add_argument("--fused-first-token", action="store_true", help=_FUSED_HELP)
     serve.set_defaults(run=_serve)
     return parser
 

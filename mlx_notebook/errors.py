@@ -42,6 +42,7 @@ FLAGS = {
 LOAD_FLAGS = {
     "draft_model": "--draft-model", "adapter_path": "--adapter", "chat_template": "--chat-template",
     "max_kv_size": "--max-kv-size", "prompt_cache_bytes": "--prompt-cache-bytes",
+    "fused_first_token": "--fused-first-token",
 }
 """``Engine`` keywords and the ``%load_model`` flag that sets each."""
 

@@ -209,6 +209,11 @@ class MlxMagics(Magics):
     @argument("--adapter", default=None, metavar="PATH", help="A LoRA adapter directory to apply.")
     @argument("--draft-model", default=None, metavar="SPEC", help="A small model for speculative decoding.")
     @argument("--chat-template", default=None, metavar="FILE", help="A Jinja chat template file to use instead of the model's.")
+    @argument("--fused-first-token", action="store_true",
+              help="Read a prompt's last token and the first reply token in one forward pass "
+                   "instead of mlx-lm's two: a follow-up turn answers a pass sooner (most on a "
+                   "GPU), but greedy replies are no longer mlx_lm.server's bit for bit and may "
+                   "part from them at a near-tie.")
     @argument("--no-progress", action="store_true", help="Do not show progress bars while loading.")
     @argument("--name", default=None, metavar="NAME",
               help="Load the model beside the current one under NAME (the current model stays "
@@ -248,6 +253,7 @@ class MlxMagics(Magics):
                 prompt_cache_bytes=args.prompt_cache_bytes, max_kv_size=args.max_kv_size,
                 adapter_path=args.adapter, draft_model=args.draft_model,
                 chat_template=read_template(args.chat_template), default_sampling=sampling,
+                fused_first_token=args.fused_first_token,
             )
         if args.name is not None:  # beside the default; a model of that name is freed first
             self._close_named(args.name)
@@ -909,7 +915,7 @@ def _reload_line(engine: Any) -> str | None:
                         ("--chat-template", "FILE" if config.chat_template else None)):
         if value:
             line += f" {flag} {shlex.quote(str(value))}"
-    return line
+    return line + " --fused-first-token" * config.fused_first_token
 
 
 def _model_dtype(engine: Any) -> str | None:

@@ -470,6 +470,7 @@ class Scheduler:
                 draft_model=draft, num_draft_tokens=request.num_draft_tokens,
                 # With a draft model requests take turns: nothing to interleave with.
                 preempt=self.others_waiting if draft is None else None,
+                fused_first_token=self.config.fused_first_token,
             )
             return
         if self.single is not None:

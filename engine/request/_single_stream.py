@@ -13,6 +13,10 @@ draft's, which the prompt cache stores and trims as one list.
 
 The prompt is read here, in the first ``next()``, in ``generate_step``'s own chunks (all but
 the last token; ``_read_prompt`` says why), then the last token and the reply (``_decode``).
+With ``fused_first_token`` (``EngineConfig``'s) the last chunk ends with the last token and its
+pass gives the first token: one forward pass fewer before the answer (a follow-up turn's new
+part and its first token in one pass instead of two), at the cost of ``generate_step``'s bits:
+the last token then goes through the matrix kernels with its chunk, not the vector ones alone.
 A cancel takes effect between prefill chunks: each evaluated chunk is reported to a progress
 callback, which raises ``Cancelled`` when the job's flag is set (or ``Preempted`` when another
 request waits), and ``step`` raises ``Cancelled`` too when a cancel came while a token was
@@ -45,7 +49,8 @@ class SingleStream:
 
     def __init__(self, model, stream, job: Job, *, cache, tokens: list[int], cached: int,
                  sampler, processors, stop_sequences, prefill_step_size: int,
-                 draft_model=None, num_draft_tokens: int = 0, preempt=None):
+                 draft_model=None, num_draft_tokens: int = 0, preempt=None,
+                 fused_first_token: bool = False):
         self.job = job
         self.request = job.request
         self.cache = cache
@@ -74,20 +79,26 @@ class SingleStream:
             if preempt is not None and done < total and preempt():
                 raise Preempted
 
-        head, last = tokens[cached:-1], mx.array(tokens[-1:])
-        to_read = len(head) + 1
+        rest = tokens[cached:]
+        # mlx-lm reads all but the last token, then the last token alone; fused, the last
+        # chunk ends with it and its pass gives the first token (one pass fewer).
+        split = len(rest) - 1
+        if fused_first_token and draft_model is None:
+            split = split // prefill_step_size * prefill_step_size
+        head, last = rest[:split], mx.array(rest[split:])
+        to_read = len(rest)
 
         def steps():  # the body runs in the first next(), on the engine thread
             if not self._speculative:
-                _read_prompt(head, [model], [cache], stream, prefill_step_size, progress)
+                _read_prompt(head, to_read, [model], [cache], stream, prefill_step_size, progress)
                 yield from _decode(last, model, cache, stream, max_tokens=self.request.max_tokens,
                                    sampler=sampler, processors=processors,
                                    on_first=lambda: progress(to_read, to_read),
                                    fill_on_close=lambda: not self._detaching)
                 return
             main, draft = cache[: self._model_layers], cache[self._model_layers:]
-            _read_prompt(head, [model, draft_model], [main, draft], stream, prefill_step_size,
-                         progress)
+            _read_prompt(head, to_read, [model, draft_model], [main, draft], stream,
+                         prefill_step_size, progress)
             progress(to_read, to_read)
             yield from speculative_generate_step(
                 last, model, draft_model, stream, prompt_cache=cache,
@@ -169,8 +180,10 @@ class SingleStream:
         return self.cache, self.tokens[:held], self.tokens[held:]
 
 
-def _read_prompt(head: list[int], models, caches, stream, step_size: int, progress) -> None:
-    """Read ``head``, the prompt but its last token, into each model's cache.
+def _read_prompt(head: list[int], total: int, models, caches, stream, step_size: int,
+                 progress) -> None:
+    """Read ``head``, the prompt but its last pass's tokens (of ``total`` to read), into each
+    model's cache.
 
     The chunks are ``generate_step``'s own (``step_size`` tokens from the start), so the
     cache, and every token after it, is the one mlx-lm computes. Every chunk but the last is
@@ -181,7 +194,6 @@ def _read_prompt(head: list[int], models, caches, stream, step_size: int, progre
     0.2-6 ms on an H200) and only then build the next pass, all between the prompt and its
     first token.
     """
-    total = len(head) + 1
     progress(0, total)
     with mx.stream(stream):
         for start in range(0, len(head), step_size):
@@ -223,7 +235,7 @@ def _decode(last, model, cache, stream, *, max_tokens: int, sampler, processors,
         with mx.stream(stream):
             logits = model(y[None], cache=cache)[:, -1, :]
             if processors:
-                context = y if context is None else mx.concat([context, y])
+                context = y[-1:] if context is None else mx.concat([context, y])
                 for processor in processors:
                     logits = processor(context, logits)
             logprobs = logits - mx.logsumexp(logits, keepdims=True)

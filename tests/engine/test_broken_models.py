@@ -108,6 +108,7 @@ def test_a_tensor_of_the_wrong_shape_fails_the_load_in_one_sentence(broken):
     ({"max_kv_size": 2**31}, "max_kv_size must be at most 1,073,741,824 tokens, not 2,147,483,648."),
     ({"max_kv_size": 2}, "max_kv_size must be a whole number of at least 8, not 2."),
     ({"prompt_cache_bytes": "lots"}, "prompt_cache_bytes must be a whole number of at least 0, not 'lots'."),
+    ({"fused_first_token": "yes"}, "fused_first_token must be True or False, not 'yes'."),
     ({"chat_template": "  "}, "The chat template given is empty: give a Jinja template, or leave "
                               "it out to use the model's own."),
     ({"chat_template": "{% for m in messages %}{{ m.content }"},
@@ -121,8 +122,9 @@ def test_engine_options_no_model_could_use_are_refused_in_one_sentence(tiny_reas
 
 def test_an_empty_adapter_or_draft_is_none(tiny_reasoner_path):
     config = EngineConfig(model_spec=str(tiny_reasoner_path), adapter_path="", draft_model=" ",
-                          prompt_cache_bytes=2e6)
+                          prompt_cache_bytes=2e6, fused_first_token=None)
     assert (config.adapter_path, config.draft_model, config.prompt_cache_bytes) == (None, None, 2_000_000)
+    assert config.fused_first_token is False
 
 
 @pytest.mark.parametrize("template, message", [

@@ -197,3 +197,68 @@ def test_a_move_onto_the_batch_after_the_first_token_builds_no_step_and_goes_on_
     straight = [t for t, _ in generate_step(mx.array(prompt), model.model, max_tokens=6,
                                             sampler=_greedy)]
     assert [first] + went_on == straight
+
+
+
+def _first_token(engine, prompt: list[int], cached: int, *, fused: bool):
+    """A lone request's first token and logprobs from a cache holding ``prompt[:cached]``,
+    the rest read as the single stream reads it (fused, or as mlx-lm does in 64-token
+    chunks), and the forward passes built until it came."""
+    model = _CountingModel(engine._thread.model)
+    cache = make_prompt_cache(model.model)
+    if cached:
+        model.model(mx.array(prompt[:cached])[None], cache=cache)
+    request, rendered = engine._prepare({"prompt": "x", "max_tokens": 4}, "completion")
+    single = SingleStream(model, mx.default_stream(mx.default_device()),
+                          Job("fused", request, rendered, Outbox(lambda: None)),
+                          cache=cache, tokens=prompt, cached=cached, sampler=_greedy,
+                          processors=[], stop_sequences=make_stop_sequences(engine.tokenizer, []),
+                          prefill_step_size=64, fused_first_token=fused)
+    token, logprobs, _ = single.step()
+    passes = model.passes
+    single.close()
+    return token, logprobs, passes
+
+
+@pytest.mark.parametrize("length, cached", [(1, 0), (2, 0), (64, 0), (65, 0), (130, 0),
+                                            (60, 40), (200, 190), (200, 199)])
+def test_fused_first_token_comes_one_pass_sooner_with_the_same_token(tiny_engine, length, cached):
+    # mlx-lm reads the rest of the prompt but its last token, then the last token alone;
+    # fused, the last chunk ends with the last token and its pass answers. The same token,
+    # the same logprobs but for float32's last bits (the last row goes through the kernels
+    # for several rows).
+    prompt = [(11 * i) % 190 + 15 for i in range(length)]
+    split = _first_token(tiny_engine, prompt, cached, fused=False)
+    fused = _first_token(tiny_engine, prompt, cached, fused=True)
+    rest = length - cached
+    assert split[2] == -(-(rest - 1) // 64) + 1
+    assert fused[2] == -(-rest // 64)  # one fewer unless the last token began a chunk anyway
+    assert fused[2] == split[2] - (rest > 1 and (rest - 1) % 64 != 0)
+    assert fused[0] == split[0]
+    assert mx.allclose(fused[1], split[1], atol=1e-4).item()
+
+
+def test_a_fused_engine_answers_a_first_turn_and_a_follow_up_as_the_default_one(
+        tiny_reasoner_path, tiny_engine):
+    from mlx_notebook.engine import Engine
+    from mlx_notebook.engine.models.tiny_reasoner import load_scripts
+
+    script = {s["name"]: s for s in load_scripts()}["reason_then_answer"]
+    body = {"messages": script["messages"], "max_tokens": 40, "logprobs": True}
+
+    def two_turns(engine):
+        engine.clear_prompt_cache()
+        first = engine.chat_completions(body)
+        follow_up = {**body, "messages": [*body["messages"], first["choices"][0]["message"],
+                                          *script["messages"][-1:]]}
+        return first, engine.chat_completions(follow_up)
+
+    with Engine(str(tiny_reasoner_path), progress=False, fused_first_token=True) as fused:
+        assert fused.config.fused_first_token and not tiny_engine.config.fused_first_token
+        ours, theirs = two_turns(fused), two_turns(tiny_engine)
+    assert ours[1]["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+    for a, b in zip(ours, theirs):
+        assert a["choices"][0]["message"] == b["choices"][0]["message"]
+        assert a["usage"] == b["usage"]
+        assert [t["logprob"] for t in a["choices"][0]["logprobs"]["content"]] == pytest.approx(
+            [t["logprob"] for t in b["choices"][0]["logprobs"]["content"]], abs=1e-3)

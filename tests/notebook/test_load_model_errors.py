@@ -82,12 +82,16 @@ def test_a_model_only_loading_can_refuse_says_the_old_one_was_unloaded_and_how_t
         name = next(k for k in tensors if k.endswith("embed_tokens.weight"))
         tensors[name] = tensors[name][:, :8]
         mx.save_safetensors(str(weights), tensors)
+        assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress "
+                              "--fused-first-token").success
+        assert shell.magics_manager.registry["MlxMagics"].engine.config.fused_first_token
         result = shell.run_cell(f"%load_model '{broken}' --no-progress")
         message = str(result.error_in_exec)
         assert message.startswith(f"%load_model: cannot load the model at {broken} (ValueError: "
                                   "Expected shape")
         assert message.endswith(" The model loaded before was unloaded to make room; "
-                                f"%load_model {tiny_reasoner_path} loads it again.")
+                                f"%load_model {tiny_reasoner_path} --fused-first-token "
+                                "loads it again.")
         assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
     finally:
         shell.run_line_magic("unload_ext", "mlx_notebook")
