@@ -471,6 +471,7 @@ class Scheduler:
                 # With a draft model requests take turns: nothing to interleave with.
                 preempt=self.others_waiting if draft is None else None,
                 fused_first_token=self.config.fused_first_token,
+                prefill_ahead=mx.default_device() == mx.gpu,
             )
             return
         if self.single is not None:

@@ -25,6 +25,8 @@ computed, so no token reaches the reply after a cancel.
 
 from __future__ import annotations
 
+from collections import deque
+
 import mlx.core as mx
 from mlx_lm.generate import speculative_generate_step
 from mlx_lm.models.cache import trim_prompt_cache
@@ -50,7 +52,7 @@ class SingleStream:
     def __init__(self, model, stream, job: Job, *, cache, tokens: list[int], cached: int,
                  sampler, processors, stop_sequences, prefill_step_size: int,
                  draft_model=None, num_draft_tokens: int = 0, preempt=None,
-                 fused_first_token: bool = False):
+                 fused_first_token: bool = False, prefill_ahead: bool = False):
         self.job = job
         self.request = job.request
         self.cache = cache
@@ -90,7 +92,8 @@ class SingleStream:
 
         def steps():  # the body runs in the first next(), on the engine thread
             if not self._speculative:
-                _read_prompt(head, to_read, [model], [cache], stream, prefill_step_size, progress)
+                _read_prompt(head, to_read, [model], [cache], stream, prefill_step_size, progress,
+                             ahead=prefill_ahead)
                 yield from _decode(last, model, cache, stream, max_tokens=self.request.max_tokens,
                                    sampler=sampler, processors=processors,
                                    on_first=lambda: progress(to_read, to_read),
@@ -98,7 +101,7 @@ class SingleStream:
                 return
             main, draft = cache[: self._model_layers], cache[self._model_layers:]
             _read_prompt(head, to_read, [model, draft_model], [main, draft], stream,
-                         prefill_step_size, progress)
+                         prefill_step_size, progress, ahead=prefill_ahead)
             progress(to_read, to_read)
             yield from speculative_generate_step(
                 last, model, draft_model, stream, prompt_cache=cache,
@@ -181,32 +184,45 @@ class SingleStream:
 
 
 def _read_prompt(head: list[int], total: int, models, caches, stream, step_size: int,
-                 progress) -> None:
+                 progress, ahead: bool = False) -> None:
     """Read ``head``, the prompt but its last pass's tokens (of ``total`` to read), into each
     model's cache.
 
     The chunks are ``generate_step``'s own (``step_size`` tokens from the start), so the
-    cache, and every token after it, is the one mlx-lm computes. Every chunk but the last is
-    evaluated, reported (where a cancel or a preemption takes effect) and its buffers freed,
-    as mlx-lm does. The last is only started (``async_eval``): the device reads it while the
-    host builds the first token's forward pass on top of it. ``generate_step`` would wait for
-    that chunk, then run ``mx.clear_cache()`` (which frees every cached buffer holding the GIL:
-    0.2-6 ms on an H200) and only then build the next pass, all between the prompt and its
-    first token.
+    cache, and every token after it, is the one mlx-lm computes. Each chunk but the last is
+    waited for and reported (where a cancel or a preemption takes effect). The last is only
+    started (``async_eval``): the device reads it while the host builds the first token's
+    forward pass on top of it. ``generate_step`` would wait for that chunk, then run
+    ``mx.clear_cache()`` (which frees every cached buffer holding the GIL: 0.2-6 ms on an
+    H200) and only then build the next pass, all between the prompt and its first token.
+
+    ``ahead`` (on a GPU) keeps one more chunk on the device: chunk ``i + 1`` is built and
+    started before chunk ``i`` is waited for, so the device never waits for the host to build
+    a chunk, and mlx's buffer cache is freed only once it holds more than the live arrays do,
+    where mlx-lm frees it after every chunk (on CUDA each free waits for the device and every
+    chunk then allocates its buffers anew). A cold 16k-token prompt on an H200: 134 → 96 ms
+    on the 1B bf16 shape, 562 → 465 ms on the 8B. Without it (a CPU, where a chunk takes
+    0.2-0.3 s and a cancel should not wait for two), each chunk is waited for at once and
+    the buffer cache freed after it, as mlx-lm does.
     """
     progress(0, total)
+    queued: deque = deque()  # (states, tokens read once they are computed) on the device
     with mx.stream(stream):
         for start in range(0, len(head), step_size):
             chunk = mx.array(head[start:start + step_size])[None]
             for model, cache in zip(models, caches):
                 model(chunk, cache=cache)
             states = [c.state for cache in caches for c in cache]
+            mx.async_eval(states)
             if start + step_size >= len(head):
-                mx.async_eval(states)
                 break
-            mx.eval(states)
-            progress(start + step_size, total)
-            mx.clear_cache()
+            queued.append((states, start + step_size))
+            while len(queued) > ahead:
+                states, read = queued.popleft()
+                mx.eval(states)
+                progress(read, total)
+                if not ahead or mx.get_cache_memory() > mx.get_active_memory():
+                    mx.clear_cache()
 
 
 def _decode(last, model, cache, stream, *, max_tokens: int, sampler, processors, on_first,

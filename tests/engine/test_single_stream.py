@@ -262,3 +262,80 @@ def test_a_fused_engine_answers_a_first_turn_and_a_follow_up_as_the_default_one(
         assert a["usage"] == b["usage"]
         assert [t["logprob"] for t in a["choices"][0]["logprobs"]["content"]] == pytest.approx(
             [t["logprob"] for t in b["choices"][0]["logprobs"]["content"]], abs=1e-3)
+
+
+class _Recorder:
+    """A job's outbox that notes, for each prefill report, the forward passes built by then."""
+
+    def __init__(self, model):
+        self.model, self.reports = model, []
+
+    def put(self, event):
+        if isinstance(event, PrefillProgress):
+            self.reports.append((event.processed, self.model.passes))
+
+
+@pytest.mark.parametrize("length", [64, 65, 129, 200, 300])
+def test_reading_a_chunk_ahead_gives_the_same_numbers_with_the_next_chunk_already_built(
+        tiny_engine, length):
+    # On a GPU the next chunk is built and started before the one on the device is waited
+    # for: the same graph, so the same numbers bit for bit; each chunk is reported once the
+    # one after it exists, and the reports still count whole chunks in order.
+    prompt = [(13 * i) % 170 + 12 for i in range(length)]
+    request, rendered = tiny_engine._prepare({"prompt": "x", "max_tokens": 3}, "completion")
+    runs = {}
+    for ahead in (False, True):
+        model = _CountingModel(tiny_engine._thread.model)
+        out = _Recorder(model)
+        single = SingleStream(model, mx.default_stream(mx.default_device()),
+                              Job("ahead", request, rendered, out),
+                              cache=make_prompt_cache(model.model), tokens=prompt, cached=0,
+                              sampler=_greedy, processors=[],
+                              stop_sequences=make_stop_sequences(tiny_engine.tokenizer, []),
+                              prefill_step_size=64, prefill_ahead=ahead)
+        steps = [single.step() for _ in range(3)]
+        single.close()
+        runs[ahead] = steps, out.reports
+    (plain, plain_reports), (ahead, ahead_reports) = runs[False], runs[True]
+    assert [t for t, _, _ in ahead] == [t for t, _, _ in plain]
+    assert all(mx.array_equal(a, b).item() for (_, a, _), (_, b, _) in zip(ahead, plain))
+    chunks = -(-(length - 1) // 64)  # of the prompt but its last token
+    middle = [(64 * k, k) for k in range(1, chunks)]  # (tokens read, passes built) per chunk
+    assert plain_reports == [(0, 0), *middle, (length, chunks + 1)]
+    assert ahead_reports == [(0, 0), *[(read, built + 1) for read, built in middle[:-1]],
+                             (length, chunks + 1)]
+
+
+def test_a_cancel_while_a_chunk_is_ahead_keeps_the_cache_to_what_it_holds(tiny_engine):
+    # Cancelled at a report, a chunk is still on the device: the cache files what its offset
+    # says it holds (that chunk included), never tokens it lacks.
+    from mlx_notebook.engine.request._single_stream import Cancelled
+
+    prompt = [(13 * i) % 170 + 12 for i in range(300)]
+    request, rendered = tiny_engine._prepare({"prompt": "x", "max_tokens": 3}, "completion")
+    model = _CountingModel(tiny_engine._thread.model)
+    out = _Recorder(model)
+    job = Job("cancel", request, rendered, out)
+    original_put = out.put
+
+    def put(event):
+        original_put(event)
+        if isinstance(event, PrefillProgress) and event.processed == 64:
+            job.cancel.set()
+
+    out.put = put
+    single = SingleStream(model, mx.default_stream(mx.default_device()), job,
+                          cache=make_prompt_cache(model.model), tokens=prompt, cached=0,
+                          sampler=_greedy, processors=[],
+                          stop_sequences=make_stop_sequences(tiny_engine.tokenizer, []),
+                          prefill_step_size=64, prefill_ahead=True)
+    with pytest.raises(Cancelled):
+        single.step()
+    single.close()
+    tokens, cache = single.finished_cache()
+    # Seen at the report of 128 tokens, the cancel finds the third chunk already started.
+    assert tokens == prompt[:192] and cache[0].offset == 192
+    fresh = make_prompt_cache(model.model)
+    for start in range(0, 192, 64):
+        model.model(mx.array(prompt[start:start + 64])[None], cache=fresh)
+    assert mx.array_equal(cache[0].state[0][..., :192, :], fresh[0].state[0][..., :192, :]).item()
