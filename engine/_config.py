@@ -84,8 +84,9 @@ class EngineConfig:
     acts within a fraction of a second."""
     fused_first_token: bool = False
     """Read the prompt's last token with the rest of its last chunk, in one forward pass that
-    also gives the first reply token, where mlx-lm reads it in a pass of its own. A request
-    alone then answers one forward pass sooner: a follow-up turn, whose new part is short,
+    also gives the first reply token, where mlx-lm reads it in a pass of its own (a last chunk
+    of at most 256 tokens: the pass computes logits for each). A request alone then answers
+    one forward pass sooner: a follow-up turn, whose new part is short,
     in one pass instead of two (a GPU running a small model is bound by each pass's kernel
     launches). Off by default, because the numbers are then not mlx-lm's bit for bit: the
     last token's pass uses the kernels for several rows (as a cached prefix's chunks already

@@ -36,6 +36,12 @@ from ._job import Job
 
 __all__ = ["Cancelled", "Preempted", "SingleStream"]
 
+FUSED_MAX_ROWS = 256
+"""The longest last pass ``fused_first_token`` fuses: the model computes logits for every row
+of it (a 150k-token vocabulary in float32: 150 MB at 256 rows), and on a CPU rows past this
+cost more than the pass they save. A longer last chunk (a long cold prompt on a GPU, whose
+chunks are 2,048 tokens) is read as mlx-lm reads it; a follow-up's new part fits."""
+
 
 class Cancelled(Exception):
     """The job's cancel flag was seen mid-step; what the cache holds is still consistent."""
@@ -86,7 +92,9 @@ class SingleStream:
         # chunk ends with it and its pass gives the first token (one pass fewer).
         split = len(rest) - 1
         if fused_first_token and draft_model is None:
-            split = split // prefill_step_size * prefill_step_size
+            fused = split // prefill_step_size * prefill_step_size
+            if len(rest) - fused <= FUSED_MAX_ROWS:
+                split = fused
         head, last = rest[:split], mx.array(rest[split:])
         to_read = len(rest)
 
@@ -218,8 +226,8 @@ def _read_prompt(head: list[int], total: int, models, caches, stream, step_size:
                 break
             queued.append((states, start + step_size))
             while len(queued) > ahead:
-                states, read = queued.popleft()
-                mx.eval(states)
+                done, read = queued.popleft()
+                mx.eval(done)
                 progress(read, total)
                 if not ahead or mx.get_cache_memory() > mx.get_active_memory():
                     mx.clear_cache()

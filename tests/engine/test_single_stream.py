@@ -238,6 +238,18 @@ def test_fused_first_token_comes_one_pass_sooner_with_the_same_token(tiny_engine
     assert mx.allclose(fused[1], split[1], atol=1e-4).item()
 
 
+def test_a_last_chunk_longer_than_the_fused_limit_is_read_as_mlx_lm_reads_it(tiny_engine,
+                                                                             monkeypatch):
+    # Fused, the last pass computes logits for each of its rows: past the limit (a long cold
+    # prompt's 2,048-token last chunk on a GPU) the last token gets its own pass again.
+    import mlx_notebook.engine.request._single_stream as single_stream
+
+    monkeypatch.setattr(single_stream, "FUSED_MAX_ROWS", 16)
+    prompt = [(11 * i) % 190 + 15 for i in range(64 + 20)]
+    assert _first_token(tiny_engine, prompt, 0, fused=True)[2] == 3  # 64, 19, then 1
+    assert _first_token(tiny_engine, prompt[:64 + 16], 0, fused=True)[2] == 2  # 64, then 16
+
+
 def test_a_fused_engine_answers_a_first_turn_and_a_follow_up_as_the_default_one(
         tiny_reasoner_path, tiny_engine):
     from mlx_notebook.engine import Engine
