@@ -120,7 +120,9 @@ def status(engine: Any, listener: Any = None) -> Report:
     lines = [
         f"model: {_get(info, 'name')} ({_get(info, 'model_type')}) at {_get(info, 'path')}",
         memory,
-        f"engine: {'healthy' if engine.healthy else 'stopped'}",
+        f"engine: {'healthy' if engine.healthy else 'stopped'}"
+        + (", first token read with the prompt's last chunk (--fused-first-token)"
+           if getattr(getattr(engine, "config", None), "fused_first_token", False) else ""),
         f"active requests: {engine.active_requests}",
     ]
     if listener is not None:

@@ -70,7 +70,7 @@ def test_a_config_that_is_not_json_and_a_bad_template_file_keep_the_loaded_model
 
 
 def test_a_model_only_loading_can_refuse_says_the_old_one_was_unloaded_and_how_to_reload_it(
-        tiny_reasoner_path, tmp_path):
+        tiny_reasoner_path, tmp_path, capsys):
     import mlx.core as mx
 
     shell = _shell()
@@ -84,7 +84,11 @@ def test_a_model_only_loading_can_refuse_says_the_old_one_was_unloaded_and_how_t
         mx.save_safetensors(str(weights), tensors)
         assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress "
                               "--fused-first-token").success
-        assert shell.magics_manager.registry["MlxMagics"].engine.config.fused_first_token
+        assert _magics(shell).engine.config.fused_first_token
+        capsys.readouterr()
+        assert shell.run_cell("%mlx status").success
+        assert ("engine: healthy, first token read with the prompt's last chunk "
+                "(--fused-first-token)\n") in capsys.readouterr().out
         result = shell.run_cell(f"%load_model '{broken}' --no-progress")
         message = str(result.error_in_exec)
         assert message.startswith(f"%load_model: cannot load the model at {broken} (ValueError: "
