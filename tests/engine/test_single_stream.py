@@ -351,3 +351,31 @@ def test_a_cancel_while_a_chunk_is_ahead_keeps_the_cache_to_what_it_holds(tiny_e
     for start in range(0, 192, 64):
         model.model(mx.array(prompt[start:start + 64])[None], cache=fresh)
     assert mx.array_equal(cache[0].state[0][..., :192, :], fresh[0].state[0][..., :192, :]).item()
+
+
+def test_a_preemption_while_a_chunk_is_ahead_hands_the_batch_what_the_cache_lacks(tiny_engine):
+    # Preempted at a report, the chunk already started stays in the cache: the batch is
+    # handed the tokens after it, and what it decodes from there is the uninterrupted reply.
+    from mlx_notebook.engine.request._single_stream import Preempted
+
+    prompt = [(13 * i) % 170 + 12 for i in range(300)]
+    request, rendered = tiny_engine._prepare({"prompt": "x", "max_tokens": 3}, "completion")
+    model = _CountingModel(tiny_engine._thread.model)
+    out = _Recorder(model)
+    single = SingleStream(model, mx.default_stream(mx.default_device()),
+                          Job("preempt", request, rendered, out),
+                          cache=make_prompt_cache(model.model), tokens=prompt, cached=0,
+                          sampler=_greedy, processors=[],
+                          stop_sequences=make_stop_sequences(tiny_engine.tokenizer, []),
+                          prefill_step_size=64, prefill_ahead=True,
+                          preempt=lambda: bool(out.reports[1:]))
+    with pytest.raises(Preempted):
+        single.step()
+    cache, held, rest = single.detach()
+    assert out.reports == [(0, 0), (64, 2)]
+    assert held == prompt[:128] and rest == prompt[128:] and cache[0].offset == 128
+    went_on = [t for t, _ in generate_step(mx.array(rest), model.model, max_tokens=3,
+                                           sampler=_greedy, prompt_cache=cache)]
+    straight = [t for t, _ in generate_step(mx.array(prompt), model.model, max_tokens=3,
+                                            sampler=_greedy, prefill_step_size=64)]
+    assert went_on == straight
