@@ -294,7 +294,7 @@ class Scheduler:
             return now + _ARRIVAL_QUIET_S
         if self.others_preparing():  # the engine thread is woken when they are done
             return min(now + _ARRIVAL_QUIET_S, first + _PREPARING_MAX_WAIT_S)
-        if not self.active and self.single is None:
+        if not self.active and self.single is None and len(self.arrivals) < 2:
             return 0.0  # held only for the callers that were still preparing theirs: due
         return min(last + _ARRIVAL_QUIET_S, first + _ARRIVAL_MAX_WAIT_S)
 
@@ -359,8 +359,10 @@ class Scheduler:
             # the batch has not stepped since its last request joined: prefilled with it
             self._start(job, alone=False)
             return
-        if self.draft_model is None and (not self.idle or self.others_preparing()):
-            # joins a running batch, or waits for the requests being prepared to start with it
+        if self.draft_model is None and (not self.idle or self.others_preparing()
+                                         or self.jobs_waiting()):
+            # joins a running batch, or waits for the requests being prepared or queued behind
+            # it to start with it (a burst: held until it goes quiet, _arrivals_due)
             self._hold(job)
             return
         if self.draft_model is None and not self.jobs_waiting():

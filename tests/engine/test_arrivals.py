@@ -101,6 +101,40 @@ def test_callers_submitting_at_once_to_an_idle_engine_start_together_not_the_fir
     assert alone == []
 
 
+def test_requests_queued_together_wait_for_the_burst_to_go_quiet_and_share_one_prefill(
+        tiny_engine, engine_thread_held, monkeypatch):
+    # Two requests the engine thread finds queued together are a burst: the ones released
+    # with them may not have run yet (their threads waiting for the GIL), so the two are held
+    # until the burst goes quiet, and a third submitted just after joins their prefill call.
+    # They used to start at once, the straggler read in a second prefill call and merged into
+    # a batch whose rows then differ in length (on CUDA a masked attention every step).
+    from mlx_lm.generate import PromptProcessingBatch
+
+    from mlx_notebook.engine.request import _scheduler
+
+    monkeypatch.setattr(_scheduler, "_ARRIVAL_QUIET_S", 0.5)  # room for a slow machine
+    monkeypatch.setattr(_scheduler, "_ARRIVAL_MAX_WAIT_S", 2.0)
+    calls = []
+    prompt = PromptProcessingBatch.prompt
+
+    def counted(self, tokens):
+        if tokens:
+            calls.append(len(tokens))
+        return prompt(self, tokens)
+
+    monkeypatch.setattr(PromptProcessingBatch, "prompt", counted)
+    body = lambda i: {"messages": [{"role": "user", "content": f"Tell me a story, number {i}."}],  # noqa: E731
+                      "max_tokens": 3}
+    tiny_engine.clear_prompt_cache()
+    with engine_thread_held(tiny_engine):
+        handles = [tiny_engine.submit(body(0)), tiny_engine.submit(body(1))]
+    time.sleep(0.05)  # the straggler: long after the engine thread took the two in
+    handles.append(tiny_engine.submit(body(2)))
+    endings = [list(h.events())[-1] for h in handles]
+    assert endings == [Finished("length")] * 3
+    assert calls == [3]
+
+
 def test_a_request_alone_keeps_the_single_stream_when_only_a_wake_up_queues_behind_it(
         tiny_engine, script_body, scripts, engine_thread_held):
     # The last caller done preparing queues a wake-up after its job; that is not a second
