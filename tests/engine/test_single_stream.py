@@ -200,20 +200,41 @@ def test_a_move_onto_the_batch_after_the_first_token_builds_no_step_and_goes_on_
 
 
 
-def _first_token(engine, prompt: list[int], cached: int, *, fused: bool):
-    """A lone request's first token and logprobs from a cache holding ``prompt[:cached]``,
-    the rest read as the single stream reads it (fused, or as mlx-lm does in 64-token
-    chunks), and the forward passes built until it came."""
+class _Recorder:
+    """A job's outbox that notes, for each prefill report, the forward passes built by then,
+    and calls ``on_report`` with the tokens read."""
+
+    def __init__(self, model, on_report=lambda read: None):
+        self.model, self.reports, self.on_report = model, [], on_report
+
+    def put(self, event):
+        if isinstance(event, PrefillProgress):
+            self.reports.append((event.processed, self.model.passes))
+            self.on_report(event.processed)
+
+
+def _alone(engine, prompt: list[int], *, cached: int = 0, on_report=lambda read: None, **options):
+    """A single stream over ``prompt`` (64-token chunks), its cache holding ``prompt[:cached]``,
+    with a model that counts its forward passes: (stream, counting model, outbox, job)."""
     model = _CountingModel(engine._thread.model)
     cache = make_prompt_cache(model.model)
     if cached:
         model.model(mx.array(prompt[:cached])[None], cache=cache)
     request, rendered = engine._prepare({"prompt": "x", "max_tokens": 4}, "completion")
-    single = SingleStream(model, mx.default_stream(mx.default_device()),
-                          Job("fused", request, rendered, Outbox(lambda: None)),
-                          cache=cache, tokens=prompt, cached=cached, sampler=_greedy,
-                          processors=[], stop_sequences=make_stop_sequences(engine.tokenizer, []),
-                          prefill_step_size=64, fused_first_token=fused)
+    out = _Recorder(model, on_report)
+    job = Job("alone", request, rendered, out)
+    single = SingleStream(model, mx.default_stream(mx.default_device()), job, cache=cache,
+                          tokens=prompt, cached=cached, sampler=_greedy, processors=[],
+                          stop_sequences=make_stop_sequences(engine.tokenizer, []),
+                          prefill_step_size=64, **options)
+    return single, model, out, job
+
+
+def _first_token(engine, prompt: list[int], cached: int, *, fused: bool):
+    """A lone request's first token and logprobs from a cache holding ``prompt[:cached]``,
+    the rest read as the single stream reads it (fused, or as mlx-lm does in 64-token
+    chunks), and the forward passes built until it came."""
+    single, model, _, _ = _alone(engine, prompt, cached=cached, fused_first_token=fused)
     token, logprobs, _ = single.step()
     passes = model.passes
     single.close()
@@ -276,16 +297,6 @@ def test_a_fused_engine_answers_a_first_turn_and_a_follow_up_as_the_default_one(
             [t["logprob"] for t in b["choices"][0]["logprobs"]["content"]], abs=1e-3)
 
 
-class _Recorder:
-    """A job's outbox that notes, for each prefill report, the forward passes built by then."""
-
-    def __init__(self, model):
-        self.model, self.reports = model, []
-
-    def put(self, event):
-        if isinstance(event, PrefillProgress):
-            self.reports.append((event.processed, self.model.passes))
-
 
 @pytest.mark.parametrize("length", [64, 65, 129, 200, 300])
 def test_reading_a_chunk_ahead_gives_the_same_numbers_with_the_next_chunk_already_built(
@@ -294,17 +305,9 @@ def test_reading_a_chunk_ahead_gives_the_same_numbers_with_the_next_chunk_alread
     # for: the same graph, so the same numbers bit for bit; each chunk is reported once the
     # one after it exists, and the reports still count whole chunks in order.
     prompt = [(13 * i) % 170 + 12 for i in range(length)]
-    request, rendered = tiny_engine._prepare({"prompt": "x", "max_tokens": 3}, "completion")
     runs = {}
     for ahead in (False, True):
-        model = _CountingModel(tiny_engine._thread.model)
-        out = _Recorder(model)
-        single = SingleStream(model, mx.default_stream(mx.default_device()),
-                              Job("ahead", request, rendered, out),
-                              cache=make_prompt_cache(model.model), tokens=prompt, cached=0,
-                              sampler=_greedy, processors=[],
-                              stop_sequences=make_stop_sequences(tiny_engine.tokenizer, []),
-                              prefill_step_size=64, prefill_ahead=ahead)
+        single, _, out, _ = _alone(tiny_engine, prompt, prefill_ahead=ahead)
         steps = [single.step() for _ in range(3)]
         single.close()
         runs[ahead] = steps, out.reports
@@ -324,23 +327,9 @@ def test_a_cancel_while_a_chunk_is_ahead_keeps_the_cache_to_what_it_holds(tiny_e
     from mlx_notebook.engine.request._single_stream import Cancelled
 
     prompt = [(13 * i) % 170 + 12 for i in range(300)]
-    request, rendered = tiny_engine._prepare({"prompt": "x", "max_tokens": 3}, "completion")
-    model = _CountingModel(tiny_engine._thread.model)
-    out = _Recorder(model)
-    job = Job("cancel", request, rendered, out)
-    original_put = out.put
-
-    def put(event):
-        original_put(event)
-        if isinstance(event, PrefillProgress) and event.processed == 64:
-            job.cancel.set()
-
-    out.put = put
-    single = SingleStream(model, mx.default_stream(mx.default_device()), job,
-                          cache=make_prompt_cache(model.model), tokens=prompt, cached=0,
-                          sampler=_greedy, processors=[],
-                          stop_sequences=make_stop_sequences(tiny_engine.tokenizer, []),
-                          prefill_step_size=64, prefill_ahead=True)
+    cancel_at_64 = lambda read: read == 64 and job.cancel.set()  # noqa: E731
+    single, model, _, job = _alone(tiny_engine, prompt, on_report=cancel_at_64,
+                                   prefill_ahead=True)
     with pytest.raises(Cancelled):
         single.step()
     single.close()
@@ -359,16 +348,9 @@ def test_a_preemption_while_a_chunk_is_ahead_hands_the_batch_what_the_cache_lack
     from mlx_notebook.engine.request._single_stream import Preempted
 
     prompt = [(13 * i) % 170 + 12 for i in range(300)]
-    request, rendered = tiny_engine._prepare({"prompt": "x", "max_tokens": 3}, "completion")
-    model = _CountingModel(tiny_engine._thread.model)
-    out = _Recorder(model)
-    single = SingleStream(model, mx.default_stream(mx.default_device()),
-                          Job("preempt", request, rendered, out),
-                          cache=make_prompt_cache(model.model), tokens=prompt, cached=0,
-                          sampler=_greedy, processors=[],
-                          stop_sequences=make_stop_sequences(tiny_engine.tokenizer, []),
-                          prefill_step_size=64, prefill_ahead=True,
-                          preempt=lambda: bool(out.reports[1:]))
+    reports = []
+    single, model, out, _ = _alone(tiny_engine, prompt, on_report=reports.append,
+                                   prefill_ahead=True, preempt=lambda: len(reports) > 1)
     with pytest.raises(Preempted):
         single.step()
     cache, held, rest = single.detach()
