@@ -70,7 +70,11 @@ _GPU_PREFILL_STEP = 2048
 # Nor do they join while prompts are about to move on to decoding: mlx-lm refills its prefill
 # batch before those leave it, so 7 of them left a slot for one newcomer, prefilled alone, and
 # every batch after went 7, then 1 (H200, 1B bf16, N=32: 7 prefill calls, 0.74x of
-# batch_generate; aligned, 4 calls and 0.96x).
+# batch_generate; aligned, 4 calls and 0.96x). Requests an idle engine finds queued together
+# wait for the same quiet gap: a caller released with them whose thread had not run yet came
+# a prefill later, and the merged batch's rows then differ in length, which on CUDA costs a
+# masked attention every step (H200, 1B bf16, N=4: 7.6 ms steps against 5.1; held, 8.29
+# against batch_generate's 8.26 and one prefill call).
 _ARRIVAL_QUIET_S = 0.004
 _ARRIVAL_MAX_WAIT_S = 0.02
 _PREPARING_MAX_WAIT_S = 0.05
@@ -365,7 +369,7 @@ class Scheduler:
             # it to start with it (a burst: held until it goes quiet, _arrivals_due)
             self._hold(job)
             return
-        if self.draft_model is None and not self.jobs_waiting():
+        if self.draft_model is None:  # nothing queued behind it (held above otherwise)
             # perhaps the first of a burst: the others may not have run yet (_BURST_YIELD_S)
             time.sleep(_BURST_YIELD_S)
             if self.others_preparing():
