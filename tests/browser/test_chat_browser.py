@@ -28,6 +28,29 @@ def _publish(shot: Path, name: str) -> None:
     if os.environ.get("MLX_NOTEBOOK_UPDATE_DOCS") == "1":
         shutil.copy(shot, DOCS / name)
 
+def test_a_long_tool_result_scrolls_inside_its_card(browser):
+    """Two hundred lines a tool returned stay in a box of their own; the reply after it stays in view."""
+    from mlx_notebook.display import turn_css
+    from mlx_notebook.display._turn_html import tool_card_html
+
+    result = "\n".join(f"line {i}: disk sda1 is 93% full" for i in range(200))
+    call = {"id": "call_1", "name": "read_log", "arguments": {"path": "/var/log/syslog"},
+            "error": None, "result": result}
+    page = browser.new_page(viewport={"width": 900, "height": 800})
+    try:
+        page.set_content(f"<style>{turn_css()}</style>{tool_card_html(call)}"
+                         "<p id=reply>The disk is nearly full.</p>")
+        box = page.locator(".mlxnb-tool-result")
+        shown, full = box.evaluate("node => [node.clientHeight, node.scrollHeight]")
+        assert shown < 450 < full, (shown, full)  # 24em of 12px text, the rest a scroll away
+        box.evaluate("node => { node.scrollTop = node.scrollHeight; }")
+        assert box.evaluate("node => node.scrollTop") > 0
+        assert "line 199" in box.inner_text()  # nothing cut: all of it is in the box
+        assert page.locator("#reply").evaluate("node => node.getBoundingClientRect().top") < 600
+    finally:
+        page.close()
+
+
 # Records every distinct text of the live answer while it streams.
 WATCH_CONTENT = """() => {
     window.__states = [];

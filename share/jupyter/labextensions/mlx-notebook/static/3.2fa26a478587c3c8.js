@@ -29,8 +29,11 @@
 .mlxnb-tool-name { font-family: var(--jp-code-font-family, monospace); font-weight: 600; }
 .mlxnb-tool-label { font-size: 11px; text-transform: uppercase; letter-spacing: .04em;
   color: var(--jp-ui-font-color2, #57606a); margin-top: 4px; }
+/* max-height: a tool's result (or a model's argument) can run to pages; it scrolls inside the
+   card rather than burying the reply that follows. */
 .mlxnb-tool pre { margin: 2px 0; white-space: pre-wrap; word-break: break-word;
-  font-family: var(--jp-code-font-family, monospace); font-size: 12px; }
+  font-family: var(--jp-code-font-family, monospace); font-size: 12px;
+  max-height: 24em; overflow: auto; }
 .mlxnb-tool-error { color: #a40e26; }
 .mlxnb-tool-pending { color: var(--jp-ui-font-color2, #57606a); font-style: italic; font-size: 12px; }
 .mlxnb-content p { margin: 0 0 8px; }
