@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import logging
 import secrets
 import socket
@@ -21,12 +22,15 @@ import time
 from typing import Any
 
 from tornado.httpserver import HTTPServer
+from tornado.ioloop import IOLoop
+from tornado.iostream import StreamClosedError
 from tornado.netutil import bind_sockets
 from tornado.web import Application
 
-from .._errors import EngineError
+from .._errors import EngineError, EngineRequestError
 from ._handlers import (
     CompletionsHandler, Deliveries, HealthHandler, ModelsHandler, NotFoundHandler, ServedRequest,
+    _error_object,
 )
 
 __all__ = ["Listener", "DEFAULT_PORT", "MAX_BODY_BYTES"]
@@ -38,8 +42,9 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 _log = logging.getLogger("mlx_notebook.engine.serving")
 _BODY_TIMEOUT_S = 120.0
 _HEADER_TIMEOUT_S = 30.0
-# A connection that has not sent a whole request head by then (an idle keep-alive, a client
-# that speaks TLS to this plain-HTTP port, a slow-loris) is closed; tornado's default is an hour.
+# A connection that has not sent a whole request head by then (an idle keep-alive, a
+# slow-loris) is closed; tornado's default is an hour. One that speaks TLS is answered at once
+# (_CappedServer).
 _BACKLOG = 1024
 # Connections the kernel queues before accepting: mlx_lm.server's standard-library server
 # listens with a backlog of 5 and resets clients beyond it under a burst.
@@ -186,18 +191,91 @@ class Listener:
 
 class _CappedServer(HTTPServer):
     """An HTTP server that closes a new connection at once when half of the process's file
-    descriptors are already this server's connections.
+    descriptors are already this server's connections, and answers TLS at once.
 
     Past the process's limit (256 by default on macOS) every accept fails; tornado then logs a
     traceback per loop turn and spins at full CPU until connections close. Refusing early keeps
     descriptors for the kernel itself and the loop quiet.
+
+    A client given an https:// URL for this plain-HTTP port sends a TLS handshake, which holds
+    no line end: tornado would wait for a request head until the header timeout (30 s), and
+    the OpenAI SDK then retries twice before it says "Connection error". Answered in plain
+    HTTP at once, the client fails at once, with the error that names the mix-up (curl,
+    OpenSSL: "wrong version number").
     """
 
-    def handle_stream(self, stream, address) -> None:
-        if len(self._connections) >= _connection_cap():
+    def initialize(self, *args, **kwargs) -> None:  # tornado's constructor
+        super().initialize(*args, **kwargs)
+        self._opening: set = set()
+        """Connections whose first byte is awaited (not yet tornado's ``_connections``)."""
+
+    async def handle_stream(self, stream, address) -> None:
+        if self.connections >= _connection_cap():
             stream.close()
             return
-        super().handle_stream(stream, address)
+        self._opening.add(stream)
+        try:
+            first = await _first_byte(stream.socket, _HEADER_TIMEOUT_S)
+        finally:
+            self._opening.discard(stream)
+        if first is None:  # closed, or silent until the header timeout
+            stream.close()
+        elif first == _TLS_HANDSHAKE:
+            _log.info("A client at %s spoke TLS (an https:// URL) to this plain-HTTP listener.",
+                      address[0] if address else "?")
+            await _refuse_tls(stream)
+        else:
+            super().handle_stream(stream, address)
+
+    @property
+    def connections(self) -> int:
+        """Open client connections, served or awaiting their first byte."""
+        return len(self._connections) + len(self._opening)
+
+    async def close_all_connections(self) -> None:
+        for stream in list(self._opening):
+            stream.close()
+        await super().close_all_connections()
+
+
+_TLS_HANDSHAKE = b"\x16"  # a TLS record's first byte: content type 22, handshake
+
+
+async def _first_byte(sock: socket.socket, timeout: float) -> bytes | None:
+    """The first byte a new connection sends, left unread for tornado (b"" when unknown);
+    None when it closes or sends nothing within ``timeout`` seconds."""
+    loop = IOLoop.current()
+    readable: asyncio.Future = asyncio.get_running_loop().create_future()
+    loop.add_handler(sock.fileno(), lambda fd, events: readable.done()
+                     or readable.set_result(None), IOLoop.READ)
+    try:
+        await asyncio.wait_for(readable, timeout)
+    except asyncio.TimeoutError:
+        return None
+    finally:
+        loop.remove_handler(sock.fileno())
+    try:
+        return sock.recv(1, socket.MSG_PEEK) or None
+    except BlockingIOError:  # woken with nothing to read after all: tornado waits on
+        return b""
+    except OSError:  # reset: nothing to serve
+        return None
+
+
+async def _refuse_tls(stream) -> None:
+    body = json.dumps(_error_object(EngineRequestError(
+        "This listener speaks plain HTTP, not TLS: use an http:// URL, not https://."))).encode()
+    try:
+        # Read the handshake first: closing a socket with unread bytes resets the connection,
+        # and the client may then see the reset instead of this answer.
+        await asyncio.wait_for(stream.read_bytes(65536, partial=True), 1.0)
+        await stream.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
+                           % (len(body), body))
+    except (asyncio.TimeoutError, StreamClosedError):
+        pass
+    finally:
+        stream.close()
 
 
 def _connection_cap() -> int:

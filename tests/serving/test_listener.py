@@ -369,15 +369,45 @@ def test_without_a_token_web_pages_and_rebound_host_names_are_refused(tiny_engin
 
 
 def test_a_connection_that_never_sends_its_request_is_closed(tiny_engine, monkeypatch):
-    """A client that speaks TLS to the plain-HTTP port (or a slow-loris) is not held for
-    tornado's default hour: the connection closes once the head has not come in time."""
+    """A client that connects and sends nothing, or half a request head (a slow-loris), is
+    not held for tornado's default hour: the connection closes once the head has not come in
+    time."""
     monkeypatch.setattr(listener_module, "_HEADER_TIMEOUT_S", 0.5)
     with Listener(tiny_engine, port=0) as listener:
+        for sent in (b"", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"):
+            with socket.create_connection(("127.0.0.1", listener.port), timeout=30) as sock:
+                sock.sendall(sent)
+                started = time.monotonic()
+                assert sock.recv(100) == b""
+                assert time.monotonic() - started < 10
+
+
+def test_an_https_client_fails_at_once_with_tls_named(tiny_engine):
+    """An https:// URL for the plain-HTTP port: the TLS handshake is answered in plain HTTP at
+    once, so the client fails in well under a second with the error that names the mix-up
+    (the OpenAI SDK would otherwise wait for the 30 s header timeout, then retry twice)."""
+    import ssl
+
+    with Listener(tiny_engine, port=0) as listener:
         with socket.create_connection(("127.0.0.1", listener.port), timeout=30) as sock:
-            sock.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # a TLS ClientHello
-            started = time.monotonic()
-            assert sock.recv(100) == b""
-            assert time.monotonic() - started < 10
+            sock.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # a ClientHello's start
+            answer = sock.recv(1000)
+        assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["message"] == (
+            "This listener speaks plain HTTP, not TLS: use an http:// URL, not https://.")
+
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        started = time.monotonic()
+        with socket.create_connection(("127.0.0.1", listener.port), timeout=30) as sock:
+            with pytest.raises(ssl.SSLError, match="WRONG_VERSION_NUMBER|wrong version number"):
+                context.wrap_socket(sock)
+        assert time.monotonic() - started < 2
+        with pytest.raises(openai.APIConnectionError):
+            openai.OpenAI(base_url=listener.url.replace("http://", "https://"), api_key="x",
+                          max_retries=0, timeout=5).models.list()
+        assert time.monotonic() - started < 4
+        assert httpx.get(f"{listener.url.removesuffix('/v1')}/health").status_code == 200
 
 
 def test_connections_past_the_cap_are_closed_at_once_and_the_listener_goes_on(
@@ -398,7 +428,7 @@ def test_connections_past_the_cap_are_closed_at_once_and_the_listener_goes_on(
 
 
 def listener_connections(listener) -> int:
-    return len(listener._server._connections)
+    return listener._server.connections
 
 
 # -- safety ----------------------------------------------------------------------------------------
