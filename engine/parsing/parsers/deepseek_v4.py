@@ -36,7 +36,7 @@ import json
 import math
 from typing import Any
 
-from ._schema import parameter_schemas
+from ._schema import parameter_schemas, schema_types
 
 __all__ = [
     "DSML_TOKEN",
@@ -184,7 +184,7 @@ def _decode_value(
             f'DSML tool call {tool!r}: parameter {key!r} has string="{string}", '
             'expected "true" or "false".'
         )
-    types = _schema_types(schema)
+    types = schema_types(schema)
     if types:
         if string == "true" and "string" in types:
             return raw
@@ -254,32 +254,6 @@ def _unwrap_arguments(
     if isinstance(inner, dict) and set(inner) <= set(schema):
         return inner
     return arguments
-
-
-def _schema_types(schema: Any) -> set[str]:
-    """JSON-schema types a parameter allows (``type``, type lists, ``enum`` values,
-    ``anyOf``/``oneOf``/``allOf``); empty when the schema does not say."""
-    if not isinstance(schema, dict):
-        return set()
-    declared = schema.get("type")
-    types = {declared} if isinstance(declared, str) else set(declared or ())
-    for value in schema.get("enum") or ():
-        types.add(_JSON_TYPE_NAMES.get(type(value), "string"))
-    for choice in ("anyOf", "oneOf", "allOf"):
-        for option in schema.get(choice) or ():
-            types |= _schema_types(option)
-    return {t for t in types if isinstance(t, str)}
-
-
-_JSON_TYPE_NAMES = {
-    type(None): "null",
-    bool: "boolean",
-    int: "integer",
-    float: "number",
-    str: "string",
-    list: "array",
-    dict: "object",
-}
 
 
 def _skip_space(text: str, pos: int) -> int:

@@ -6,8 +6,9 @@ uses too). Its pattern
 to a later ``</arg_key>`` when no value follows the first, so a body of many keys without
 values (a model stuck repeating ``<arg_key>``) cost time quadratic in its length: 10 s for
 200,000 characters, on the engine thread. The same matches are found here from the positions
-of the closing tags, each looked up once: the same calls, in linear time. Everything else
-(names, the fallback shapes, value decoding by the tool's schema) is mlx-lm's own.
+of the closing tags, each looked up once: the same calls, in linear time. String values keep
+their whitespace and optional strings stay strings (``typed_arguments``); everything else
+(names, the fallback shapes, decoding other values) is mlx-lm's own.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from typing import Any
 import regex as re
 from mlx_lm.tool_parsers import glm47 as _mlx
 
-__all__ = ["arg_pairs", "parse_tool_call", "tool_call_end", "tool_call_start"]
+from ._schema import parameter_schemas, schema_types
+
+__all__ = ["arg_pairs", "parse_tool_call", "tool_call_end", "tool_call_start", "typed_arguments"]
 
 tool_call_start, tool_call_end = _mlx.tool_call_start, _mlx.tool_call_end
 
@@ -29,15 +32,25 @@ def parse_tool_call(text: str, tools: list[Any] | None = None) -> Any:
     if not match:
         return _mlx.parse_tool_call(text, tools)  # the fallback shapes (no <arg_key> at all)
     name = match.group(1).strip()
-    string_args = _mlx._get_string_arg_names(name, tools)
-    arguments = {}
-    for key, value in arg_pairs(text):
-        arguments[key] = value if key in string_args else _mlx._deserialize(value)
-    return dict(name=name, arguments=arguments)
+    return dict(name=name, arguments=typed_arguments(arg_pairs(text), tools, name))
+
+
+def typed_arguments(pairs, tools: list[Any] | None, name: str) -> dict[str, Any]:
+    """The (key, value) ``pairs`` of tool ``name``'s call, each value read by its schema.
+
+    A value the schema lets be a string (``Optional[str]``'s ``anyOf`` and type lists too,
+    which mlx-lm reads as JSON: an ``api_key`` of ``12345678`` became a number) is the text
+    the model wrote, its whitespace kept (a diff's or a file's indentation; the template
+    writes values unpadded), as vLLM's GLM parser keeps it. Any other is decoded as mlx-lm
+    decodes it.
+    """
+    schemas = parameter_schemas(tools, name)
+    return {key: value if "string" in schema_types(schemas.get(key))
+            else _mlx._deserialize(value.strip()) for key, value in pairs}
 
 
 def arg_pairs(text: str, prefix: str = ""):
-    r"""(key, value) pairs, stripped, as mlx-lm's pattern
+    r"""(key, value) pairs, the keys stripped, as mlx-lm's pattern
     ``<arg_key>(.*?)</arg_key>(?:\\n|\s)*<arg_value>(.*?)</arg_value>`` finds them
     (``finditer``), with ``prefix`` before each tag name (LongCat's ``longcat_``)."""
     key_tag, value_end = f"<{prefix}arg_key>", f"</{prefix}arg_value>"
@@ -57,7 +70,7 @@ def arg_pairs(text: str, prefix: str = ""):
         k = bisect.bisect_left(ends, value_from)  # then the first "</arg_value>"
         if k == len(ends):
             return
-        yield text[key_from:joins[j][0]].strip(), text[value_from:ends[k]].strip()
+        yield text[key_from:joins[j][0]].strip(), text[value_from:ends[k]]
         pos = ends[k] + len(value_end)
 
 

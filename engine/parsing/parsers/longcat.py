@@ -1,7 +1,9 @@
 """LongCat ``<longcat_tool_call>`` bodies: GLM 4.7's shape with ``longcat_`` tag names.
 
-mlx-lm's parser with the argument scan of ``glm47.arg_pairs``, linear where mlx-lm's pattern
-costs time quadratic in a body of keys without values; everything else is mlx-lm's own.
+mlx-lm's parser with the argument scan and typing of ``glm47`` (``arg_pairs``, linear where
+mlx-lm's pattern costs time quadratic in a body of keys without values; ``typed_arguments``,
+which keeps string values as written and optional strings as strings); everything else is
+mlx-lm's own.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 from mlx_lm.tool_parsers import longcat as _mlx
 
-from .glm47 import arg_pairs
+from .glm47 import arg_pairs, typed_arguments
 
 __all__ = ["parse_tool_call", "tool_call_end", "tool_call_start"]
 
@@ -26,8 +28,4 @@ def parse_tool_call(text: str, tools: list[Any] | None = None) -> Any:
         except json.JSONDecodeError:
             pass
     name = _mlx._func_name_regex.search(text).group(1).strip()  # (no key: AttributeError, as mlx-lm)
-    arguments = {}
-    for key, value in arg_pairs(text, "longcat_"):
-        string = _mlx._is_string_type(name, key, tools)
-        arguments[key] = value if string else _mlx._deserialize(value)
-    return dict(name=name, arguments=arguments)
+    return dict(name=name, arguments=typed_arguments(arg_pairs(text, "longcat_"), tools, name))

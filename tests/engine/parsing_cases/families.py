@@ -15,6 +15,13 @@ NUM_TOOLS = [{"type": "function", "function": {
 STR_TOOLS = [{"type": "function", "function": {
     "name": "get_current_temperature", "parameters": {"type": "object", "properties": {
         "location": {"type": "string"}}}}}]
+FILE_TOOLS = [{"type": "function", "function": {
+    "name": "write_file", "parameters": {"type": "object", "properties": {
+        "code": {"type": "string"}, "line": {"type": "integer"}}}}}]
+OPTIONAL_TOOLS = [{"type": "function", "function": {
+    "name": "configure", "parameters": {"type": "object", "properties": {
+        "api_key": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        "label": {"type": ["string", "null"]}, "retries": {"type": "integer"}}}}}]
 
 QWEN3_CODER_CALL = (
     "<tool_call>\n<function=get_current_temperature>\n<parameter=location>\nLondon\n"
@@ -157,6 +164,20 @@ CASES = [
     ("glm47_json_body", "glm47",
      ('<tool_call>{"name": "multiply", "arguments": {"a": 12234585, "b": 48838483920}}'
      "</tool_call>"), {}, expect(tool_calls=[MULTIPLY])),
+    # A string value is the text the model wrote, its indentation kept (vLLM's
+    # test_whitespace_preserved_in_arg_values); other values are decoded, spaces and all.
+    ("glm47_string_value_keeps_its_whitespace", "glm47",
+     ("<tool_call>write_file<arg_key>code</arg_key><arg_value>    if x:\n        y()\n"
+      "</arg_value><arg_key>line</arg_key><arg_value> 3 </arg_value></tool_call>"),
+     {"tools": FILE_TOOLS},
+     expect(tool_calls=[("write_file", {"code": "    if x:\n        y()\n", "line": 3})])),
+    # Optional[str] as Pydantic writes it (anyOf) and as a type list: still a string (vLLM's
+    # test_string_type_detection_with_anyof / _with_list_types).
+    ("glm47_optional_strings_stay_text", "glm47",
+     ("<tool_call>configure<arg_key>api_key</arg_key><arg_value>12345678</arg_value>"
+      '<arg_key>label</arg_key><arg_value>{"a": 1}</arg_value>'
+      "<arg_key>retries</arg_key><arg_value>2</arg_value></tool_call>"), {"tools": OPTIONAL_TOOLS},
+     expect(tool_calls=[("configure", {"api_key": "12345678", "label": '{"a": 1}', "retries": 2})])),
     # minimax_m2: <minimax:tool_call><invoke name=...><parameter name=...>.
     ("minimax_m2_prefilled_reasoning_then_call", "minimax_m2",
      f"Look it up.</think>\n\n{MINIMAX_CALL}", {"tools": STR_TOOLS},
@@ -183,6 +204,12 @@ CASES = [
      ("<longcat_tool_call>get_current_temperature<longcat_arg_key>location</longcat_arg_key>\n"
      "<longcat_arg_value>London</longcat_arg_value></longcat_tool_call>"), {"tools": STR_TOOLS},
      expect(tool_calls=[LONDON])),
+    ("longcat_string_value_keeps_its_whitespace_and_optional_strings_stay_text", "longcat",
+     ("<longcat_tool_call>configure<longcat_arg_key>api_key</longcat_arg_key>"
+      "<longcat_arg_value>  12345678\n</longcat_arg_value><longcat_arg_key>retries"
+      "</longcat_arg_key><longcat_arg_value> 2 </longcat_arg_value></longcat_tool_call>"),
+     {"tools": OPTIONAL_TOOLS},
+     expect(tool_calls=[("configure", {"api_key": "  12345678\n", "retries": 2})])),
 ]
 
 DSML = "｜DSML｜"
