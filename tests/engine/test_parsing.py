@@ -6,6 +6,7 @@ every streaming chunking is then checked against the buffered parse.
 
 import json
 import random
+import warnings
 
 import pytest
 from hypothesis import example, given, settings
@@ -16,6 +17,7 @@ from mlx_notebook.engine.parsing import (
     StreamFilter,
     merge_events,
     parse_output,
+    trace,
 )
 from parsing_cases.streaming import pieces, streamed
 from parsing_cases import core, families
@@ -417,6 +419,26 @@ def test_prose_inside_a_call_block_around_an_empty_list_is_kept_as_a_problem():
     assert [(e.kind, e.text) for e in prose.events] == [("problem", block)]
     assert prose.problems[0].message == ("The tool call did not parse: the block holds text "
                                          "but no call")
+
+
+def test_a_pythonic_value_that_is_no_literal_is_named_the_same_in_stream_and_buffer():
+    """The problem names the expression, not an AST node's address (which differed between
+    the streamed and the buffered parse, so the parser debugger reported a difference)."""
+    text = "<|python_start|>[f(x=a+b), get_time(tz='UTC')]<|python_end|>"
+    assert trace(text, "pythonic", starts_in_reasoning=False, chunking=3).diff() == []
+    parsed = parse_output(text, "pythonic", starts_in_reasoning=False)
+    assert parsed.tool_calls == [{"name": "get_time", "arguments": {"tz": "UTC"}}]
+    assert parsed.problems[0].message.endswith("'a + b' is not a literal value")
+
+
+def test_a_pythonic_regex_argument_reads_without_a_warning_under_the_cell():
+    """Python 3.12 warns of "\\d" (an invalid escape) on stderr, which a notebook shows."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parsed = parse_output("<|tool_call_start|>[grep(pattern='\\d+ items')]<|tool_call_end|>",
+                              "pythonic", starts_in_reasoning=False)
+    assert parsed.tool_calls == [{"name": "grep", "arguments": {"pattern": "\\d+ items"}}]
+    assert [str(w.message) for w in caught] == []
 
 
 def test_arguments_too_deep_to_decode_sink_only_their_own_call():

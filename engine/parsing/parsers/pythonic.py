@@ -5,16 +5,20 @@ LFM2 wraps the list in ``<|tool_call_start|>``/``<|tool_call_end|>``, Llama 4 in
 parser evaluates the whole list at once, so one bad call sinks its siblings, and models'
 near-Python (raw newlines or same-style quotes inside strings, ``07``, sets) fails outright.
 Here the list is split into calls by a quote-aware scanner (at call boundaries when a stray
-quote or bracket never balances) and each call is read with ``ast`` on its own; a call that does not read as Python is repaired once (escape raw
-newlines and NULs, treat a quote that is not followed by ``,)]}:`` as text, drop leading
-zeros) and otherwise becomes a problem, ``{"problem": source, "message": ...}``.
+quote or bracket never balances) and each call is read with ``ast`` on its own; a call that
+does not read as Python is repaired (escape raw newlines and NULs, treat a quote that is not
+followed by ``,)]}:`` as text, and one that is as text too when the call reads no other way,
+drop leading zeros, rename a parameter called like a Python keyword, ``from=1``) and
+otherwise becomes a problem, ``{"problem": source, "message": ...}``.
 """
 
 from __future__ import annotations
 
 import ast
+import keyword
 import math
 import re
+import warnings
 from typing import Any
 
 from ._brackets import BracketScanner
@@ -56,9 +60,12 @@ def parse_tool_call(text: str, tools: Any | None = None) -> list[dict[str, Any]]
     results = []
     for source in sources:
         try:
-            results.append(_parse_call(source))
-        except (SyntaxError, ValueError, TypeError) as exc:
-            results.append({"problem": source, "message": f"{type(exc).__name__}: {exc}"})
+            results.extend(_parse_calls(source))
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError) as exc:
+            message = ("the call is too complex for Python's parser to read"
+                       if isinstance(exc, (MemoryError, RecursionError))
+                       else f"{type(exc).__name__}: {exc}")
+            results.append({"problem": source, "message": message})
     if len(results) == 1 and "problem" in results[0]:
         raise ValueError(results[0]["message"])
     return results
@@ -92,11 +99,21 @@ def _call_spans(inner: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _parse_call(source: str) -> dict[str, Any]:
+def _parse_calls(source: str) -> list[dict[str, Any]]:
+    """The call ``source`` holds, or the calls: a list whose quotes balanced only by pairing
+    one call's stray quote with the next's (``f(a='x 'y'), g(b='p 'q')``) came as one item,
+    and its repair reads as their tuple."""
     try:
-        node = ast.parse(source, mode="eval").body
+        node = _parse(source)
     except (SyntaxError, ValueError):
-        node = ast.parse(_repair(source), mode="eval").body
+        node = _repaired(source)
+    if isinstance(node, ast.Tuple) and node.elts and all(
+            isinstance(e, ast.Call) for e in node.elts):
+        return [_call(e, source) for e in node.elts]
+    return [_call(node, source)]
+
+
+def _call(node: ast.expr, source: str) -> dict[str, Any]:
     if not isinstance(node, ast.Call) or node.args:
         raise ValueError(f"not a call with keyword arguments: {source[:60]!r}")
     name = _dotted_name(node.func)
@@ -106,7 +123,7 @@ def _parse_call(source: str) -> dict[str, Any]:
     for keyword in node.keywords:
         if keyword.arg is None:
             raise ValueError("**kwargs is not a tool argument")
-        arguments[keyword.arg] = _value(keyword.value)
+        arguments[_RESERVED.get(keyword.arg, keyword.arg)] = _value(keyword.value)
     return {"name": name, "arguments": arguments}
 
 
@@ -129,7 +146,10 @@ def _value(node: ast.expr) -> Any:
         if any(k is None for k in node.keys):
             raise ValueError("** inside a dict is not a literal")
         return {_key(k): _value(v) for k, v in zip(node.keys, node.values)}
-    value = ast.literal_eval(node)
+    try:
+        value = ast.literal_eval(node)
+    except ValueError:  # (its message holds the node's address: not the same twice)
+        raise ValueError(f"{ast.unparse(node)[:60]!r} is not a literal value") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{value} is not a JSON number")
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -142,9 +162,46 @@ def _key(node: ast.expr) -> str:
     return key if isinstance(key, str) else str(key).lower() if isinstance(key, bool) else str(key)
 
 
-def _repair(source: str) -> str:
-    """Best-effort near-Python to Python (see the module docstring)."""
-    out, quote, escape, i, n = [], "", False, 0, len(source)
+def _parse(source: str) -> ast.expr:
+    with warnings.catch_warnings():
+        # A model's "\\d" in a regex argument: Python 3.12 warns of the invalid escape on
+        # stderr, which a notebook shows under the cell; the value reads as written.
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ast.parse(source, mode="eval").body
+
+
+def _repaired(source: str) -> ast.expr:
+    """``source`` read after ``_repair``. Where a quote followed by ``,)]}:`` ended a string
+    and the result does not read, the string may have gone on (``mul_symbol='\\,'`` inside
+    a quoted ``python -c`` command): each such closer is tried as text in turn, then with
+    the later ones (depth first, at most ``_REPAIRS`` readings)."""
+    tries = [frozenset()]
+    first_error = None
+    for _ in range(max(1, min(_REPAIRS, _REPAIR_CHARACTERS // max(1, len(source))))):
+        if not tries:
+            break
+        kept_open = tries.pop()
+        text, closers = _repair(source, kept_open)
+        try:
+            return _parse(text)
+        except (SyntaxError, ValueError) as exc:
+            first_error = first_error or exc
+        later = [c for c in closers if c > max(kept_open, default=-1)][:_REPAIRS]
+        tries.extend(kept_open | {c} for c in reversed(later))
+    raise first_error
+
+
+_REPAIRS = 32
+_REPAIR_CHARACTERS = 64 * 1024
+"""Characters all readings of one call may go through: a long call gets fewer (one, past
+64 KiB), so a reply of stray quotes costs what one reading costs."""
+
+
+def _repair(source: str, kept_open: frozenset = frozenset()) -> tuple[str, list[int]]:
+    """Best-effort near-Python to Python (see the module docstring), and where a quote
+    followed by ``,)]}:`` was taken to end its string; those in ``kept_open`` are text."""
+    out, closers, quote, escape, i, n = [], [], "", False, 0, len(source)
     while i < n:
         ch = source[i]
         if quote:
@@ -156,9 +213,11 @@ def _repair(source: str) -> str:
                 out.append(ch)
             elif ch == quote:
                 after = _NEXT_NON_SPACE.search(source, i + 1)  # (a slice here: quadratic)
-                if after is None or after.group() in ",)]}:":
+                if after is None or (after.group() in ",)]}:" and i not in kept_open):
                     quote = ""
                     out.append(ch)
+                    if after is not None:
+                        closers.append(i)
                 else:
                     out.append("\\" + ch)  # a quote inside the text, not its end
             elif ch == "\n":
@@ -172,17 +231,37 @@ def _repair(source: str) -> str:
         elif ch in "'\"":
             quote = ch
             out.append(ch)
-        elif ch == "0" and i + 1 < n and source[i + 1].isdigit() and not _in_word(source, i):
-            pass  # a leading zero ("07"): Python 3 rejects it, the value is 7
+        elif ch == "0" and i + 1 < n and source[i + 1].isdigit() and not _in_word(out):
+            pass  # a leading zero ("07", "007"): Python 3 rejects it, the value is 7
+        elif (ch.isalpha() and (reserved := _RESERVED_ARGUMENT.match(source, i))
+              and _after_separator(out)):
+            out.append(_PLACEHOLDER + reserved[1])  # from=1: a keyword Python cannot take
+            i = reserved.end(1)
+            continue
         else:
             out.append(ch)
         i += 1
-    return "".join(out)
+    return "".join(out), closers
 
 
 _NEXT_NON_SPACE = re.compile(r"\S")
+_RESERVED_ARGUMENT = re.compile(
+    r"(" + "|".join(k for k in keyword.kwlist if k.islower()) + r")\s*=(?!=)")
+_PLACEHOLDER = "_mlxnb_reserved_"
+_RESERVED = {_PLACEHOLDER + k: k for k in keyword.kwlist}
+"""A parameter named like a Python keyword (``from``, ``in``, ``class``), renamed to read."""
 
 
-def _in_word(source: str, i: int) -> bool:
-    """Whether position ``i`` continues an identifier or a number (so its 0 is not leading)."""
-    return i > 0 and (source[i - 1].isalnum() or source[i - 1] in "_.")
+def _in_word(out: list[str]) -> bool:
+    """Whether what was written so far ends in an identifier or a number (so a 0 next is
+    not leading)."""
+    return bool(out) and (out[-1][-1].isalnum() or out[-1][-1] in "_.")
+
+
+def _after_separator(out: list[str]) -> bool:
+    """Whether the next name written would be a keyword argument's: after ``(`` or ``,``."""
+    for piece in reversed(out):
+        text = piece.rstrip()
+        if text:
+            return text[-1] in "(,"
+    return False

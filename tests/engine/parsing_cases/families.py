@@ -307,6 +307,24 @@ CASES += [
             problems=["bad(x=b'z')"])),  # bytes are no JSON value: that call alone fails
     ("pythonic_unreadable_bare_list_is_content", "pythonic", "[f(a='x 'y' 'z), g(b='p 'q' 'r)]",
      {}, expect(content="[f(a='x 'y' 'z), g(b='p 'q' 'r)]")),
+    # vLLM's pythonic/LFM2 tests: parameters called like Python keywords, "007", stray quotes
+    # pairing across two calls, and a quoted command holding a quoted Python string.
+    ("pythonic_keyword_parameter_names", "pythonic",
+     ("<|tool_call_start|>[memory_get(path='M.md', from=1), search(in='docs/', class=2, "
+      "is_open=True)]<|tool_call_end|>"), {},
+     expect(tool_calls=[("memory_get", {"path": "M.md", "from": 1}),
+                        ("search", {"in": "docs/", "class": 2, "is_open": True})])),
+    ("pythonic_many_leading_zeros", "pythonic",
+     "<|tool_call_start|>[f(x=007, y=05, z=100, w=1.05)]<|tool_call_end|>", {},
+     expect(tool_calls=[("f", {"x": 7, "y": 5, "z": 100, "w": 1.05})])),
+    ("pythonic_stray_quotes_paired_across_two_calls", "pythonic",
+     "<|tool_call_start|>[f(a='x 'y'), g(b='p 'q')]<|tool_call_end|>", {},
+     expect(tool_calls=[("f", {"a": "x 'y"}), ("g", {"b": "p 'q"})])),
+    ("pythonic_python_c_inside_a_quoted_command", "pythonic",
+     ("<|tool_call_start|>[bash(command='cd /testbed && python3 -c \"from sympy import latex\n"
+      "print(latex(3*x, mul_symbol='\\,'))\"')]<|tool_call_end|>"), {},
+     expect(tool_calls=[("bash", {"command": "cd /testbed && python3 -c \"from sympy import "
+                                             "latex\nprint(latex(3*x, mul_symbol='\\,'))\""})])),
 ]
 
 CASES += [
