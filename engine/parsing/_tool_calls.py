@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,13 @@ def parse_calls(family: Family, text: str, tools) -> list[dict[str, Any] | CallP
     module = family.parser_module()
     if module is None:
         raise ValueError(f"family {family.name!r} has no tool-call parser")
-    result = module.parse_tool_call(text.strip(), tools)
+    with warnings.catch_warnings():
+        # Parsers read values with ``ast`` (mlx-lm's and ours): a model's "\\d" in a regex
+        # argument makes Python warn of the invalid escape on stderr (a SyntaxWarning since
+        # 3.12, which a notebook shows under the cell). The value reads as written.
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        result = module.parse_tool_call(text.strip(), tools)
     if result == []:
         return []  # an empty block (Kimi's section, LFM2's "[]"): no calls, and no problem
     items = result if isinstance(result, list) else [result]

@@ -18,7 +18,6 @@ import ast
 import keyword
 import math
 import re
-import warnings
 from typing import Any
 
 from ._brackets import BracketScanner
@@ -104,7 +103,7 @@ def _parse_calls(source: str) -> list[dict[str, Any]]:
     one call's stray quote with the next's (``f(a='x 'y'), g(b='p 'q')``) came as one item,
     and its repair reads as their tuple."""
     try:
-        node = _parse(source)
+        node = ast.parse(source, mode="eval").body
     except (SyntaxError, ValueError):
         node = _repaired(source)
     if isinstance(node, ast.Tuple) and node.elts and all(
@@ -162,15 +161,6 @@ def _key(node: ast.expr) -> str:
     return key if isinstance(key, str) else str(key).lower() if isinstance(key, bool) else str(key)
 
 
-def _parse(source: str) -> ast.expr:
-    with warnings.catch_warnings():
-        # A model's "\\d" in a regex argument: Python 3.12 warns of the invalid escape on
-        # stderr, which a notebook shows under the cell; the value reads as written.
-        warnings.simplefilter("ignore", SyntaxWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return ast.parse(source, mode="eval").body
-
-
 def _repaired(source: str) -> ast.expr:
     """``source`` read after ``_repair``. Where a quote followed by ``,)]}:`` ended a string
     and the result does not read, the string may have gone on (``mul_symbol='\\,'`` inside
@@ -184,7 +174,7 @@ def _repaired(source: str) -> ast.expr:
         kept_open = tries.pop()
         text, closers = _repair(source, kept_open)
         try:
-            return _parse(text)
+            return ast.parse(text, mode="eval").body
         except (SyntaxError, ValueError) as exc:
             first_error = first_error or exc
         later = [c for c in closers if c > max(kept_open, default=-1)][:_REPAIRS]
