@@ -407,9 +407,12 @@ def _message(message, i: int) -> dict:
         _fail(f"'{where}.content' is required for a {role} message.", f"{where}.content")
     if message.get("name") is not None and not isinstance(message["name"], str):
         _fail(f"'{where}.name' must be a string.", f"{where}.name")
-    if role == "tool" and not isinstance(message.get("tool_call_id"), str):
-        _fail(f"'{where}.tool_call_id' is required for a tool message: the id of the call it "
-              "answers.", f"{where}.tool_call_id")
+    # A tool message may leave out the id of the call it answers, as mlx_lm.server and many
+    # templates allow (results then pair with the calls in order when rendered).
+    if role == "tool" and message.get("tool_call_id") is not None and not isinstance(
+            message["tool_call_id"], str):
+        _fail(f"'{where}.tool_call_id' must be a string: the id of the call it answers.",
+              f"{where}.tool_call_id")
     if "tool_calls" in message and message["tool_calls"] is not None:
         out["tool_calls"] = _tool_calls(message["tool_calls"], where)
     # Accept reasoning under either name; templates (Qwen3, DeepSeek) read reasoning_content.

@@ -383,3 +383,7 @@ def test_parallel_calls_render_for_a_template_of_one_call_per_turn(tiny_reasoner
         body["messages"][2:] = [{"role": "tool", "tool_call_id": "x1", "content": "18 C"},
                                 {"role": "tool", "tool_call_id": "b", "content": "21 C"}]
         assert expected in engine.inspect(body).prompt_text
+        # So do results without an id (mlx_lm.server takes them; OpenAI's clients send one).
+        body["messages"][2:] = [{"role": "tool", "content": "18 C"},
+                                {"role": "tool", "content": "21 C"}]
+        assert expected in engine.inspect(body).prompt_text

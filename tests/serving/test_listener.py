@@ -95,6 +95,21 @@ def test_sdk_tool_calls_arrive_as_openai_tool_calls(tiny_listener, script_body, 
     assert finish == "tool_calls"
 
 
+def test_a_tool_result_without_its_call_id_is_answered_as_with_it(tiny_listener, script_body):
+    """mlx_lm.server takes a tool message without ``tool_call_id`` (its own tests end a
+    conversation with one); so do we, and the reply is the one the id would have given."""
+    body = script_body("answer_from_tool_result")
+    anonymous = {**body, "messages": [
+        {k: v for k, v in m.items() if k != "tool_call_id"} for m in body["messages"]]}
+    replies = [httpx.post(f"{tiny_listener.url}/chat/completions", json=b, timeout=60,
+                          headers={"Authorization": f"Bearer {tiny_listener.token}"})
+               for b in (body, anonymous)]
+    assert [r.status_code for r in replies] == [200, 200]
+    messages = [r.json()["choices"][0]["message"] for r in replies]
+    assert messages[1] == messages[0]
+    assert messages[0]["content"].strip() == "It is sunny in Paris, 18 °C."
+
+
 def test_sdk_completions_stream_and_not_continue_the_prompt(smollm2_listener, smollm2_engine):
     client = _client(smollm2_listener)
     body = {"model": smollm2_engine.model_info.name, "prompt": "The capital of France is",
