@@ -415,7 +415,7 @@ class CompletionsHandler(_Base):
                 if not self.gone:
                     self.finish(result)
                 return
-            self.set_header("Content-Type", "text/event-stream")
+            self.set_header("Content-Type", _EVENT_STREAM)
             self.set_header("Cache-Control", "no-cache")
             self.flush().add_done_callback(self._flushed)
             chunks = _read_on_own_thread(responses.completion_list_chunks(streams, **ids))
@@ -453,7 +453,7 @@ class CompletionsHandler(_Base):
                  ("completion", True): responses.CompletionChunks}.get((self.kind, request.stream))
         created = int(time.time())
         if build is not None:
-            self.set_header("Content-Type", "text/event-stream")
+            self.set_header("Content-Type", _EVENT_STREAM)
             self.set_header("Cache-Control", "no-cache")
             self.chunks = build(request=request, request_id=handle.id, created=created)
             # Headers go out at once: the client sees 200 while the prompt is still prefilling.
@@ -625,6 +625,11 @@ def _error_object(error: EngineError) -> dict:
     if isinstance(error, EngineRequestError):
         return {"error": dict(error.error)}
     return {"error": {"message": str(error), "type": "server_error", "param": None, "code": None}}
+
+
+_EVENT_STREAM = "text/event-stream; charset=utf-8"
+"""SSE is UTF-8 by its spec, but a client reading by the declared charset (Python's requests:
+ISO-8859-1 for any text/* that names none) turned "18 °C" into "18 Â°C"."""
 
 
 def _sse(obj: dict) -> bytes:

@@ -282,6 +282,28 @@ def test_curl_streams_sse_lines_ending_with_done(tiny_listener, script_body, scr
     assert text == scripts["thinking_disabled"]["reply"]
 
 
+@pytest.mark.parametrize("path, body", [
+    ("chat/completions", {"messages": [{"role": "user", "content": "What's the weather in Paris?"}]}),
+    ("completions", {"prompt": "It is sunny in Paris, 18 °C"}),
+])
+def test_a_stream_names_its_charset_so_non_ascii_text_decodes(tiny_listener, script_body, path,
+                                                              body):
+    """A client that decodes by the declared charset (Python's requests takes ISO-8859-1 for
+    text/* without one) reads "18 °C", not "18 Â°C"."""
+    if path == "chat/completions":
+        body = script_body("answer_from_tool_result")
+    with httpx.stream("POST", f"{tiny_listener.url}/{path}", timeout=60,
+                      json={"max_tokens": 40, **body, "stream": True},
+                      headers={"Authorization": f"Bearer {tiny_listener.token}"}) as response:
+        declared = response.headers["content-type"]
+        raw = response.read()
+    assert declared == "text/event-stream; charset=utf-8"
+    if path == "chat/completions":
+        text = raw.decode(declared.partition("charset=")[2])
+        assert "18 °C" in "".join(json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+                                  for line in text.split("\n\n") if line.startswith("data: {"))
+
+
 def test_curl_body_over_the_limit_is_a_413(tiny_engine, tmp_path):
     big = tmp_path / "big.json"
     big.write_bytes(b" " * 2048)
