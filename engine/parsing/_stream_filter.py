@@ -112,6 +112,9 @@ class StreamFilter:
         self._gap_markers = [(m.start, _AfterCall(m)) for m in markers] + [
             (m.end, "drop") for m in markers if not m.is_soft and m.end
         ] + [(separator, "separator") for separator in fam.call_separators]
+        self._echo = ""
+        """The last call's body and closing marker: right after that call, the same text
+        again is the model repeating it (LFM2 does), dropped rather than shown as content."""
         self._gap: list[str] = []  # what came between a call and what follows: dropped if
         # that is a call or the reply's end, text otherwise
         self._max_marker = max(
@@ -278,6 +281,9 @@ class StreamFilter:
             anywhere, leading = self._compute_edges()
             firsts = tuple({marker[0] for marker, _ in anywhere})
             edges = self._edge_cache[key] = (anywhere, leading, firsts)
+        if self._echo and self._after_call and not self._mode_has_text:
+            anywhere, leading, firsts = edges
+            return anywhere, [*leading, (self._echo, "drop")], firsts
         return edges
 
     def _compute_edges(self):
@@ -420,7 +426,12 @@ class StreamFilter:
         self._after_call = True
         if calls is None:
             self._problem(raw, message)
+            self._echo = ""
             return
+        # (lstripped: a leading marker is matched after the whitespace before it; at most
+        # _ECHO_MAX long: text that may grow into it is withheld and rescanned per delta)
+        echo = (body + self._end_used).lstrip()
+        self._echo = echo if self._end_used and body.strip() and len(echo) <= _ECHO_MAX else ""
         for call in calls:
             if isinstance(call, CallProblem):
                 self._problem(call.text or raw, f"The tool call did not parse: {call.message}")
@@ -463,6 +474,8 @@ class StreamFilter:
 
 
 _CUT_OFF = "The tool call was cut off before it was closed."
+_ECHO_MAX = 4096
+"""The longest repeat of a call that is dropped (``StreamFilter._echo``)."""
 _PIECE = 4096
 """The longest delta ``feed`` scans at once."""
 

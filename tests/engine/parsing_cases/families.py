@@ -314,6 +314,21 @@ CASES += [
       "is_open=True)]<|tool_call_end|>"), {},
      expect(tool_calls=[("memory_get", {"path": "M.md", "from": 1}),
                         ("search", {"in": "docs/", "class": 2, "is_open": True})])),
+    # LFM2 repeating its call after the block (vLLM's
+    # test_echoed_tool_call_body_not_leaked_to_content): the repeat and its stray closing
+    # marker are dropped; a repeat without the marker is the model's text.
+    ("pythonic_lfm2_echoed_call_is_dropped", "pythonic",
+     ("<|tool_call_start|>[order(items=[{'name': 'apple'}], to='Main St')]<|tool_call_end|>"
+      "[order(items=[{'name': 'apple'}], to='Main St')]<|tool_call_end|>\nDone."), {},
+     expect(content="\nDone.",
+            tool_calls=[("order", {"items": [{"name": "apple"}], "to": "Main St"})])),
+    ("qwen3_echoed_call_is_dropped", "qwen3",
+     ('<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>\n'
+      '{"name": "f", "arguments": {"a": 1}}\n</tool_call>'), {"starts_in_reasoning": False},
+     expect(tool_calls=[("f", {"a": 1})])),
+    ("pythonic_repeat_without_a_closing_marker_is_text", "pythonic",
+     "<|tool_call_start|>[f(a=1)]<|tool_call_end|>[f(a=1)] was the call.", {},
+     expect(content="[f(a=1)] was the call.", tool_calls=[("f", {"a": 1})])),
     ("pythonic_many_leading_zeros", "pythonic",
      "<|tool_call_start|>[f(x=007, y=05, z=100, w=1.05)]<|tool_call_end|>", {},
      expect(tool_calls=[("f", {"x": 7, "y": 5, "z": 100, "w": 1.05})])),
