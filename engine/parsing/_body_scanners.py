@@ -34,6 +34,11 @@ class JsonValueScanner:
         self._value = BracketScanner(quotes, depth=depth, opening="[{", closing="]}")
         self._header = False  # a name was read, so a later "[" is "[ARGS]", not a list
 
+    @property
+    def opened(self) -> bool:
+        """Whether the value began (an open call whose value never did has no arguments)."""
+        return self._value.depth > 0
+
     def feed(self, text: str) -> int | None:
         """Consume ``text``; return how many of its characters complete the value, or None."""
         value, start = self._value, 0

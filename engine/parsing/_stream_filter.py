@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._body_scanners import make_scanner
+from ._body_scanners import JsonValueScanner, make_scanner
 from ._event import Event, merge_events
 from ._families import (
     WHOLE_FUNCTION_JSON, WHOLE_JSON, WHOLE_PARSE, Family, ToolMarker, get_family,
@@ -218,6 +218,11 @@ class StreamFilter:
                 # the reply took it): mlx_lm.server parses such a call, and so do we.
                 self._body, self._end_used = [body], ""
                 self._close_call(unclosed=True)
+            elif (isinstance(self._scanner, JsonValueScanner) and not self._scanner.opened
+                  and body.strip()):
+                # (Mistral's "[TOOL_CALLS]" then prose: not a call cut short, a call never made)
+                self._problem(self._marker.start + body, "The tool call did not parse: no "
+                              f"arguments came after {body.strip()[:40]!r}.")
             else:
                 self._problem(self._marker.start + body, _CUT_OFF)
         if self.mode != TOOL:

@@ -446,6 +446,20 @@ def test_a_regex_argument_reads_without_a_warning_under_the_cell(family, text):
     assert [str(w.message) for w in caught] == []
 
 
+@pytest.mark.parametrize("text, message", [
+    ("[TOOL_CALLS] not json at all",
+     "The tool call did not parse: no arguments came after 'not json at all'."),
+    ('[TOOL_CALLS]add[ARGS]{"a": 1', "The tool call was cut off before it was closed."),
+    ("[TOOL_CALLS]", "The tool call was cut off before it was closed."),
+])
+def test_a_mistral_marker_followed_by_prose_is_not_called_cut_off(text, message):
+    """The text stays (as a problem's); the message says what went wrong: a call whose
+    arguments never began is not a call cut short."""
+    parsed = parse_output(text, "mistral", starts_in_reasoning=False)
+    assert [(e.kind, e.text) for e in parsed.events] == [("problem", text)]
+    assert parsed.problems[0].message == message
+
+
 def test_arguments_too_deep_to_decode_sink_only_their_own_call():
     deep = "[" * 100_000 + "]" * 100_000
     text = ('[TOOL_CALLS][{"name": "f", "arguments": {"a": 1}}, '
