@@ -103,9 +103,8 @@ class EngineConfig:
         for name in ("model_spec", "adapter_path", "draft_model"):
             value = getattr(self, name)
             value = None if value is None else str(value)
-            # An empty adapter or draft is none (an empty model_spec is the default model).
-            set_(name, None if name != "model_spec" and value is not None and not value.strip()
-                 else value)
+            # A blank one is none (a blank model_spec the default model, named as such).
+            set_(name, None if value is not None and not value.strip() else value)
         set_("dtype", "auto" if self.dtype is None else self.dtype)
         if self.fused_first_token is None:
             set_("fused_first_token", False)
@@ -202,3 +201,8 @@ def _check(config: EngineConfig) -> None:
             f"Unknown default_sampling option(s) {', '.join(sorted(unknown))}; use "
             f"{', '.join(SAMPLING_DEFAULTS)}."
         )
+    # The defaults' values, as a request body's are checked (the model's own limits once it
+    # has loaded, in Engine): here, before a front end gives up a loaded model for this one.
+    from .request._admission import admit
+
+    admit({"prompt": ""}, kind="completion", config=config)

@@ -81,9 +81,7 @@ class Engine:
             raise EngineError("Pass either config=EngineConfig(...) or the model and its "
                               "options, not both.")
         self.config = config
-        # Check default_sampling the way a request body is checked, before loading anything.
-        admit({"prompt": ""}, kind="completion", config=self.config)  # raises on bad values
-        try:  # and chat_template_args as a request's chat_template_kwargs
+        try:  # chat_template_args as a request's chat_template_kwargs
             check_template_args(self.config.chat_template_args, "chat_template_args")
         except EngineRequestError as exc:
             raise EngineError(exc.message) from None
@@ -98,6 +96,10 @@ class Engine:
             self._model_info = self._thread.call(self._settle_dtype)
             self._limits = ModelLimits(self._thread.call(self._logits_width),
                                        self._model_info.context_length)
+            # default_sampling within the model's limits (its values were checked with the
+            # config): a max_tokens past the context would fail every request that took it.
+            if self.config.default_sampling:
+                admit({"prompt": ""}, kind="completion", config=self.config, limits=self._limits)
             # A template the sandbox refuses is the model's problem: say so now, not as
             # every request's invalid_request_error.
             check_chat_template(self._thread.tokenizer, self._model_info.model_type)

@@ -242,6 +242,13 @@ class MlxMagics(Magics):
         _check_engine_name(args.name)
         if args.remote is not None:
             return self._load_remote(args)
+        remote_only = [flag for flag, value in (("--api-key", args.api_key), ("--model", args.model),
+                                                ("--family", args.family)) if value is not None]
+        if remote_only:
+            raise UsageError(f"%load_model: {' and '.join(remote_only)} "
+                             f"{'is' if len(remote_only) == 1 else 'are'} only for --remote URL "
+                             "(a server's model); a local model is the spec, e.g. %load_model "
+                             "tiny-reasoner.")
         from mlx_notebook.engine import Engine, EngineConfig
 
         sampling = {k: getattr(args, k) for k in ("temperature", "top_p", "top_k", "min_p", "max_tokens")

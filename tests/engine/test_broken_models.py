@@ -120,11 +120,13 @@ def test_engine_options_no_model_could_use_are_refused_in_one_sentence(tiny_reas
     assert str(caught.value) == message
 
 
-def test_an_empty_adapter_or_draft_is_none(tiny_reasoner_path):
+def test_an_empty_adapter_draft_or_spec_is_none(tiny_reasoner_path):
     config = EngineConfig(model_spec=str(tiny_reasoner_path), adapter_path="", draft_model=" ",
                           prompt_cache_bytes=2e6, fused_first_token=None)
     assert (config.adapter_path, config.draft_model, config.prompt_cache_bytes) == (None, None, 2_000_000)
     assert config.fused_first_token is False
+    # A blank spec is the default model, named as such (%load_model '  ' was named "  ").
+    assert EngineConfig(model_spec="   ").model_spec is None
 
 
 @pytest.mark.parametrize("template, message", [

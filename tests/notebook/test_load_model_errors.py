@@ -31,6 +31,10 @@ def _magics(shell):
     # A repo id is looked up in the local cache before the loaded model is given up; its
     # name keeps its capitals.
     ("Acme/Not-Cached", "%load_model: Acme/Not-Cached is not in the local Hugging Face cache;"),
+    # Flags of a remote engine without --remote were ignored: the default model loaded.
+    ("--api-key k --model m", "%load_model: --api-key and --model are only for --remote URL (a "
+                              "server's model); a local model is the spec, e.g. %load_model "
+                              "tiny-reasoner."),
 ])
 def test_a_spec_adapter_or_draft_that_cannot_load_keeps_the_loaded_model(
         shell, tiny_reasoner_path, capsys, flags, message):
@@ -39,6 +43,24 @@ def test_a_spec_adapter_or_draft_that_cannot_load_keeps_the_loaded_model(
     assert not result.success
     err = capsys.readouterr().err
     assert message.format(tiny=tiny_reasoner_path) in err and "Traceback" not in err
+    assert _magics(shell).engine is engine and engine.healthy
+    assert shell.run_cell("%%chat --max-tokens 4\nWhat is 17 + 25?").success
+
+
+@pytest.mark.parametrize("flags, message", [
+    ("--temp -1", "%load_model: --temperature must be at least 0, got -1.0."),
+    ("--top-k -3", "%load_model: --top-k must be at least 0, got -3."),
+    ("--max-tokens 0", "%load_model: --max-tokens must be at least 1, got 0."),
+    ("--temp nan", "%load_model: --temperature must be a finite number, got nan."),
+])
+def test_a_bad_default_sampling_flag_keeps_the_loaded_model(
+        shell, tiny_reasoner_path, capsys, flags, message):
+    """Checked before the loaded model is given up: it used to be unloaded first."""
+    engine = _magics(shell).engine
+    result = shell.run_cell(f"%load_model {tiny_reasoner_path} {flags} --no-progress")
+    assert not result.success
+    err = capsys.readouterr().err
+    assert message in err and "unloaded" not in err and "Traceback" not in err
     assert _magics(shell).engine is engine and engine.healthy
     assert shell.run_cell("%%chat --max-tokens 4\nWhat is 17 + 25?").success
 
@@ -96,6 +118,15 @@ def test_a_model_only_loading_can_refuse_says_the_old_one_was_unloaded_and_how_t
         assert message.endswith(" The model loaded before was unloaded to make room; "
                                 f"%load_model {tiny_reasoner_path} --fused-first-token "
                                 "loads it again.")
+        assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
+        # A default max_tokens past the model's context is only known once it has loaded;
+        # it used to load and then fail every %%chat over a flag the cell never set.
+        result = shell.run_cell(f"%load_model {tiny_reasoner_path} --max-tokens 99999 "
+                                "--no-progress")
+        assert str(result.error_in_exec) == (
+            "%load_model: --max-tokens must be at most 2048 (the model's context), got 99999. "
+            f"The model loaded before was unloaded to make room; %load_model {tiny_reasoner_path} "
+            "loads it again.")
         assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
     finally:
         shell.run_line_magic("unload_ext", "mlx_notebook")
