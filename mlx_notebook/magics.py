@@ -35,6 +35,7 @@ from .options import (
     read_template,
     sampling_arguments,
     set_options,
+    split_line,
     tool_names,
 )
 from .cache_tree import watch_cache
@@ -56,7 +57,7 @@ def _flags_as_settings(line: str, keys: set[str]) -> str:
     ``--max-tokens 5`` and ``--max-tokens=5`` as ``max-tokens=5``, ``--raw`` as ``raw=true``,
     ``--no-think`` as ``think=false`` (argparse would call them unrecognized arguments)."""
     try:
-        tokens = shlex.split(line)
+        tokens = split_line(line)
     except ValueError:  # _parse says what is wrong with the quotes
         return line
     key_of = lambda token: _config_key(token.partition("=")[0])  # noqa: E731
@@ -89,12 +90,12 @@ def _config_key(text: str) -> str:
 def _parse(func: Any, line: str, magic: str):
     """Parse a magic's line, with errors that name the magic and where its help is.
 
-    The line is split the POSIX way (``shlex.split``), not with ``parse_argstring``'s
+    The line is split the POSIX way (``split_line``), not with ``parse_argstring``'s
     non-POSIX splitter, which keeps the quotes: ``--system "Be terse."`` must send
     ``Be terse.``, not ``"Be terse."``.
     """
     try:
-        return func.parser.parse_args(_dashed_values(func.parser, shlex.split(line)))
+        return func.parser.parse_args(_dashed_values(func.parser, split_line(line)))
     except UsageError as exc:
         # %mlx SUB? is IPython's help for the whole %mlx; a subcommand's help is %mlx help SUB.
         help_ = f"%mlx help {magic.split()[1]}" if magic.startswith("%mlx ") else f"{magic}?"
@@ -671,7 +672,10 @@ class MlxMagics(Magics):
             if key == "session" and not value.strip():  # every %%chat would refuse it
                 raise UsageError("%mlx config: session needs a name, e.g. session=notes "
                                  "(session= removes the default).")
-            changes[key] = config_fragment(key, value, self.engine)
+            fragment = config_fragment(key, value, self.engine)
+            if key == "stop" and changes.get(key):  # repeated, as the flag is, for several
+                fragment = f"{changes[key]} {fragment}"
+            changes[key] = fragment
             _parse(self.chat, changes[key], f"%mlx config {key}")  # validated as the cell would be
         for key, fragment in changes.items():
             if fragment is None:

@@ -30,6 +30,7 @@ __all__ = [
     "parse_bytes",
     "parse_logit_bias",
     "unescape",
+    "split_line",
     "set_options",
     "body_fields",
     "tool_names",
@@ -77,6 +78,35 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
 def unescape(text: str) -> str:
     """``--stop '\\n'`` means a newline: a magic's line cannot hold one."""
     return re.sub(r"\\([ntr\\])", lambda m: _ESCAPES[m[1]], text)
+
+
+def split_line(line: str) -> list[str]:
+    """A magic's line split the POSIX way (``shlex.split``: quotes come off), but with an
+    unquoted ``\\n``, ``\\t`` or ``\\r`` kept as written for ``unescape``: shlex reads the
+    backslash as an escape and ``--stop \\n`` stopped on the letter n."""
+    out, quote, i = [], "", 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':  # an escape inside "...": shlex's to read
+                out.append(line[i:i + 2])
+                i += 2
+                continue
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\\":
+            if line[i + 1:i + 2] in ("n", "t", "r"):
+                out.append("\\\\")  # a backslash shlex keeps; the letter follows
+            else:
+                out.append(line[i:i + 2])
+                i += 1
+            i += 1
+            continue
+        out.append(ch)
+        i += 1
+    return shlex.split("".join(out))
 
 
 def parse_logit_bias(text: str) -> dict[str, float]:
@@ -274,7 +304,7 @@ def option_set(text: str) -> dict[str, Any]:
     names = {flag.lstrip("-").replace("-", "_"): dest for flags, dest, _, _ in _SAMPLING for flag in flags}
     names.update(stop="stop", logit_bias="logit_bias")
     fields: dict[str, Any] = {}
-    for item in shlex.split(text):
+    for item in split_line(text):
         key, sep, value = item.partition("=")
         dest = names.get(key.strip().replace("-", "_"))
         if not sep or dest is None:
@@ -310,7 +340,7 @@ def compare_side(text: str) -> CompareSide:
     """One ``--compare`` argument: ``"model=b temperature=0"`` -> its label, fields and model."""
     model, rest = None, []
     try:
-        items = shlex.split(text)
+        items = split_line(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"cannot split '{text}' ({exc}); check the quotes") from None
     for item in items:

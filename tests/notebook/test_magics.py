@@ -20,6 +20,8 @@ from IPython.utils.capture import capture_output
 
 from mlx_notebook.engine import ContentDelta
 from mlx_notebook.engine._errors import EngineDeadError
+from mlx_notebook.magics import _parse
+from mlx_notebook.options import split_line
 from mlx_notebook.runner import ToolRoundsExceeded
 from mlx_notebook.tools import make_tool
 from mlx_notebook.turn import Turn
@@ -936,6 +938,24 @@ def test_config_takes_settings_written_as_a_cells_flags(bare_shell, capsys):
     fails_with(bare_shell, "%mlx config --max-tokens",  # a switch's form: no value given
                "%mlx config max_tokens: argument --max-tokens: invalid int value: 'true'; see "
                "%mlx help config for the options.", capsys)
+
+
+def test_config_keeps_every_repeated_stop_and_an_unquoted_newline(bare_shell, capsys):
+    """``--stop`` repeats for several strings (only the last was kept), and ``\\n`` typed
+    without quotes is a newline, as the help says (shlex made it the letter n)."""
+    result, out, err = run(bare_shell, "%mlx config --stop a --stop \\n stop=b", capsys)
+    assert result.success, err
+    stop = magics_of(bare_shell).defaults["stop"]
+    assert split_line(stop) == ["--stop", "a", "--stop", "\\n", "--stop", "b"]
+    assert _parse(magics_of(bare_shell).chat, stop, "%%chat").stop == ["a", "\n", "b"]
+
+
+@pytest.mark.model
+def test_an_unquoted_escape_in_a_cells_flag_is_decoded(reasoner_shell, capsys):
+    result, _, err = run(reasoner_shell, "%%chat --new --session escapes --stop \\n --stop \\t "
+                                         "--max-tokens 2\nHi", capsys)
+    assert result.success, err
+    assert result.result.request["stop"] == ["\n", "\t"]
 
 
 @pytest.mark.model
