@@ -814,6 +814,10 @@ class MlxMagics(Magics):
                  session: Any, **run_options: Any) -> Any:
         from .compare import compare_turns, comparison_mimebundle, cut_alike, run_comparison
 
+        if args.show_request:  # each side's body, as one cell's --show-request shows it
+            for turn, label in zip(sides, labels):
+                display(reports.text(f"{label}:"))
+                display(reports.request(turn.request))
         views, handle = None, None
         if not args.no_stream and _in_kernel(self.shell):
             try:
@@ -846,6 +850,10 @@ class MlxMagics(Magics):
             if turn.exception is not None:
                 self.shell.displayhook.update_user_ns(comparison)
                 raise usage_error("%%chat", turn.exception)
+        if args.raw:  # each side's chunks, as one cell's --raw shows them
+            for turn, label in zip(sides, labels):
+                display(reports.text(f"{label}:"))
+                display(reports.chunk_table(turn.chunks))
         if handle is not None:  # shown already: Out[n] stays empty
             self.shell.displayhook.update_user_ns(comparison)
             return None

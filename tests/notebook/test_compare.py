@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 from IPython.core.error import UsageError
@@ -146,6 +147,20 @@ def test_each_side_reasons_and_runs_its_own_tool_loop(reasoner_shell):
         assert "sunny" in side.content.lower()
     assert comparison.sides[0].content == comparison.sides[1].content
     assert comparison.diverges_at is None  # the same tokens on both sides, both rounds
+
+
+@pytest.mark.model
+def test_show_request_and_raw_show_each_side(reasoner_shell, capsys):
+    """Both flags were read by a one-reply cell only: --compare showed neither."""
+    capsys.readouterr()
+    result = reasoner_shell.run_cell('%%chat --new --session cmp-flags --show-request --raw '
+                                     '--compare "temperature=0" "temperature=0 max_tokens=3"\n'
+                                     "What is 17 + 25?")
+    assert result.success, result.error_in_exec
+    out = capsys.readouterr().out
+    assert out.count('"max_tokens": 3') == 1 and out.count('"messages": [') == 2
+    assert len(re.findall(r"^#\s+delta\s+finish_reason$", out, re.M)) == 2  # two chunk tables
+    assert out.index("temperature=0 max_tokens=3:") < out.index('"max_tokens": 3')
 
 
 def test_choosing_a_side_that_is_not_there_names_the_sides_and_adds_nothing():
