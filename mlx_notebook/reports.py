@@ -245,7 +245,7 @@ def history(session: Session) -> Report:
         lines.append(f"{number}. user: {_short(user)}")
         for call in turn.tool_calls:
             lines.append(f"   tool: {call.name}({json.dumps(call.arguments)}) -> "
-                         f"{call.error or _short(json.dumps(json_safe(call.result)))}")
+                         f"{call.error or _short(json.dumps(json_safe(call.read_result())))}")
         lines.append(f"   assistant: {_short(turn.text)}{mark}")
     plain = "\n".join(lines)
     return Report(plain, _pre(plain))

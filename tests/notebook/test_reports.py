@@ -95,6 +95,16 @@ def test_history_wraps_at_spaces_not_mid_word():
     assert "(not sent as history)" in report.html
 
 
+def test_history_shows_a_tool_result_as_the_model_read_it():
+    """A set reached the model (and the card) as a JSON list; history showed its repr."""
+    from mlx_notebook.turn import ToolCallRecord
+
+    call = ToolCallRecord("c1", "primes", {"below": 6}, result={2, 3, 5}, returned=True)
+    session = Session("tools")
+    session.add(finished_turn("Primes below 6?", "2, 3 and 5.", tool_calls=[call]))
+    assert "   tool: primes({\"below\": 6}) -> [2, 3, 5]" in reports.history(session).plain.splitlines()
+
+
 def test_counts_are_singular_for_one():
     one = Session("one")
     one.add(finished_turn("Hi", "Hello"))
