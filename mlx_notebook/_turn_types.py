@@ -145,12 +145,12 @@ class ToolCallRecord(_FieldMapping):
             try:
                 return json.dumps(_text_keys(self.result), default=_as_json)
             except Exception:  # noqa: BLE001
-                return _shown(self.result)
+                return result_repr(self.result)
         except Exception:  # noqa: BLE001 -- no JSON form, or one that fails when asked
-            return _shown(self.result)
+            return result_repr(self.result)
 
 
-def _shown(result: Any) -> str:
+def result_repr(result: Any) -> str:
     """A result with no JSON form as its ``repr`` (or what it is, when even that fails)."""
     try:
         return repr(result)

@@ -14,6 +14,7 @@ from typing import Any, Callable, TextIO
 
 from mlx_notebook.engine import ContentDelta, EngineEvent, Error, ParseProblem, ReasoningDelta, ToolCall
 
+from ._turn_types import result_repr
 from .display import visible_text
 from .turn import Turn
 
@@ -62,7 +63,8 @@ class TerminalView:
             self._start("line", f"[error] {event.message}")
 
     def tool_result(self, call_id: str, result: Any = None, error: str | None = None) -> None:
-        outcome = f"error: {error}" if error is not None else repr(result)
+        # (a result's repr may raise: the card and the model's copy name its type instead)
+        outcome = f"error: {error}" if error is not None else result_repr(result)
         if len(outcome) > TOOL_RESULT_SHOWN:  # a page of JSON would bury the reply
             outcome = (f"{outcome[:TOOL_RESULT_SHOWN]}… ({len(outcome):,} characters; the "
                        "turn's tool_calls hold it whole)")

@@ -59,6 +59,16 @@ def test_a_long_tool_result_is_shortened_on_screen_only():
     assert len(line) < 600
 
 
+def test_a_result_whose_repr_raises_is_named_by_its_type():
+    """The live view failed with a traceback; the card and the model's copy name the type."""
+    class Weird:
+        def __repr__(self):
+            raise RuntimeError("no")
+
+    shown = _shown([ToolCall(0, "call_1", "odd", {}, "")], results=[("call_1", Weird(), None)])
+    assert shown.splitlines()[1] == "[tool result] <Weird that cannot be shown as text>"
+
+
 def test_completions_keep_their_edges_and_interrupts_are_marked():
     shown = _shown([ContentDelta(" Paris"), ContentDelta(".\n")], trim_edges=False,
                    interrupted=True)
