@@ -368,8 +368,16 @@ class MlxMagics(Magics):
         else:
             engine = self._engine("%%chat")
         text = self._cell_text(cell, args, "%%chat")
-        with as_usage_errors("%%chat"):
-            tools = resolve_tools(tool_names(args.tools), self.shell.user_ns)
+        try:
+            with as_usage_errors("%%chat"):
+                tools = resolve_tools(tool_names(args.tools), self.shell.user_ns)
+        except UsageError as exc:
+            if "tools" in self.defaults and _parse(self.chat, line, "%%chat").tools is None:
+                # The cell never named the tool: say where it came from.
+                raise UsageError(f"{exc} (The tools come from %mlx config: "
+                                 f"{self.defaults['tools']}; %mlx config tools= removes them.)"
+                                 ) from None
+            raise
         session = self.sessions.open(args.session or DEFAULT_SESSION, new=bool(args.new))
         body = {"messages": session.messages_for(text, system=args.system), **body_fields(args)}
         if tools:

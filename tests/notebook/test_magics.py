@@ -951,6 +951,19 @@ def test_config_keeps_every_repeated_stop_and_an_unquoted_newline(bare_shell, ca
 
 
 @pytest.mark.model
+def test_a_missing_tool_set_by_config_says_it_came_from_config(reasoner_shell, capsys):
+    """Every %%chat failed over a tool no cell named; the message now says where it is set."""
+    assert run(reasoner_shell, "%mlx config tools=not_defined_yet", capsys)[0].success
+    try:
+        fails_with(reasoner_shell, "%%chat --new --session cfg-tools --max-tokens 2\nHi",
+                   "%%chat: there is no function named 'not_defined_yet' in the notebook; define "
+                   "it or decorate it with @mlx_notebook.tool. (The tools come from %mlx config: "
+                   "--tools not_defined_yet; %mlx config tools= removes them.)", capsys)
+    finally:
+        assert run(reasoner_shell, "%mlx config tools=", capsys)[0].success
+
+
+@pytest.mark.model
 def test_an_unquoted_escape_in_a_cells_flag_is_decoded(reasoner_shell, capsys):
     result, _, err = run(reasoner_shell, "%%chat --new --session escapes --stop \\n --stop \\t "
                                          "--max-tokens 2\nHi", capsys)
