@@ -95,6 +95,10 @@ class Comparison:
         turn = self.sides[side]
         if self._session is None:
             raise ValueError("This comparison has no session to add the turn to.")
+        if self._session.replaced:  # it would join a conversation no cell continues
+            raise ValueError(f"Session '{self._session.name}' was started anew (%%chat --new) "
+                             "after this comparison; its turns are gone, so there is nothing "
+                             "to continue.")
         turns = self._session.turns
         chosen = [i for i, t in enumerate(turns) if any(t is s for s in self.sides)]
         if chosen:  # choosing again replaces the first choice where it stood

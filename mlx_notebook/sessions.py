@@ -28,6 +28,8 @@ class Session:
     name: str
     system: str | None = None
     turns: list[Turn] = field(default_factory=list)
+    replaced: bool = False
+    """Whether ``%%chat --new`` (or clearing the kernel's sessions) started another in its place."""
 
     def history(self, *, system: str | None = None) -> list[dict]:
         """The messages the next request starts with: system prompt, then kept turns.
@@ -69,6 +71,8 @@ class SessionStore:
     def open(self, name: str = DEFAULT_SESSION, *, new: bool = False) -> Session:
         """The session called ``name``, created when missing or when ``new`` starts it afresh."""
         if new or name not in self._sessions:
+            if name in self._sessions:
+                self._sessions[name].replaced = True
             self._sessions[name] = Session(name)
         return self._sessions[name]
 
@@ -86,6 +90,8 @@ class SessionStore:
         self.get(name).reset()
 
     def clear(self) -> None:
+        for session in self._sessions.values():
+            session.replaced = True
         self._sessions.clear()
 
     def __iter__(self):

@@ -164,16 +164,11 @@ def test_show_request_and_raw_show_each_side(reasoner_shell, capsys):
 
 
 def test_choosing_a_side_that_is_not_there_names_the_sides_and_adds_nothing():
+    from mlx_notebook.sessions import SessionStore
     from mlx_notebook.turn import Turn
 
-    class Session:
-        def __init__(self):
-            self.turns = []
-
-        def add(self, turn):
-            self.turns.append(turn)
-
-    session = Session()
+    store = SessionStore()
+    session = store.open("cmp")
     sides = [Turn(model="m", session="s", request={}), Turn(model="m", session="s", request={})]
     comparison = Comparison(sides, ["temperature=0", "temperature=1.2 seed=3"], _session=session)
     for side in (5, -1, "1", True):
@@ -185,6 +180,14 @@ def test_choosing_a_side_that_is_not_there_names_the_sides_and_adds_nothing():
     assert comparison.choose(1) is sides[1] and session.turns == [sides[1]]
     # Choosing again replaces the first choice: the message is in the history once.
     assert comparison.choose(0) is sides[0] and session.turns == [sides[0]]
+    # Once %%chat --new has started the session afresh, a choice would join a conversation no
+    # cell continues (it did, without a word).
+    store.open("cmp", new=True)
+    with pytest.raises(ValueError) as error:
+        comparison.choose(1)
+    assert str(error.value) == ("Session 'cmp' was started anew (%%chat --new) after this "
+                                "comparison; its turns are gone, so there is nothing to continue.")
+    assert store.open("cmp").turns == []
 
 
 def test_labels_and_names_in_a_comparison_cannot_drive_a_terminal_or_fail_the_output():
