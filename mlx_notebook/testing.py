@@ -137,6 +137,9 @@ class Fixture:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path).expanduser()
+        if not str(path).strip() or path.is_dir():
+            raise ValueError(f"to_fixture({str(path)!r}): give a file path to write, e.g. "
+                             "'weather.json'.")
         text = json.dumps(self.to_json(), indent=1, ensure_ascii=False)
         # Token ids on one line each reply, not one per line (a JSON string cannot hold the
         # raw newlines this matches, so only arrays of numbers change).

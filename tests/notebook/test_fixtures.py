@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -70,6 +71,16 @@ def test_a_changed_expectation_is_reported_with_the_chunkings_that_differ(weathe
     ]
     with pytest.raises(AssertionError, match="reply 0, tool_calls"):
         check_fixture(path, strict=True)
+
+
+@pytest.mark.model
+def test_a_fixture_needs_a_file_path(weather_turn, tmp_path):
+    """A folder or an empty path was a raw IsADirectoryError traceback."""
+    for path in ("", tmp_path):
+        with pytest.raises(ValueError) as error:
+            weather_turn.to_fixture(path)
+        assert str(error.value) == (f"to_fixture({str(Path(path))!r}): give a file path to "
+                                    "write, e.g. 'weather.json'.")
 
 
 @pytest.mark.model
