@@ -629,9 +629,14 @@ class MlxMagics(Magics):
         if args.chunking == "tokens":
             kwargs["tokenizer"] = self._engine("%mlx trace").tokenizer
         try:
-            return trace_text(value, args.family, **kwargs)
+            traced = trace_text(value, args.family, **kwargs)
         except (KeyError, ValueError) as exc:
             raise usage_error("%mlx trace", ValueError(str(exc).strip(repr("")))) from None
+        if args.text is not None and args.text.isidentifier() and args.text not in self.shell.user_ns:
+            # A mistyped variable would otherwise trace its own name without a word.
+            display(reports.text(f"'{args.text}' is no variable in the notebook: traced as the "
+                                 "text itself."))
+        return traced
 
     @magic_arguments(name="mlx sessions")
     def _sessions(self, line: str):

@@ -198,6 +198,11 @@ def test_mlx_trace_runs_the_parser_debugger_on_a_variable(bare_shell, capsys):
     assert error.startswith("Unknown parser family 'klingon'")
     fails_with(bare_shell, "%mlx trace reply --family klingon",
                "%mlx trace: u" + error[1:], capsys)  # (a sentence after the colon)
+    # A name that is no variable is traced as text, and the cell says so (a typo went unseen).
+    result, out, _ = run(bare_shell, "%mlx trace replly --family qwen3", capsys)
+    assert result.success and result.result.text == "replly"
+    assert out.startswith("'replly' is no variable in the notebook: traced as the text itself.\n")
+    assert "is no variable" not in run(bare_shell, "%mlx trace reply --family qwen3", capsys)[1]
     fails_with(bare_shell, "%mlx trace reply --family qwen3 --chunking -1,2",
                "%mlx trace: argument --chunking: '-1,2' is not tokens, random, a size or a list "
                "like 1,3,7; see %mlx help trace for the options.", capsys)
