@@ -158,19 +158,27 @@ class ChunkReader:
         return out
 
     def _logprobs(self, logprobs: dict | None) -> list[EngineEvent]:
-        if not logprobs:
+        """The token log-probabilities a server sent, in OpenAI's shapes or mlx_lm.server's
+        (``{"id", "logprob"}``, with ``token`` only beside ``top_logprobs``); an entry
+        without a number is left out rather than failing the reply."""
+        if not isinstance(logprobs, dict):
             return []
+        out = []
         if self.kind == "completion":
-            tokens = logprobs.get("tokens") or []
-            values = logprobs.get("token_logprobs") or []
-            tops = logprobs.get("top_logprobs") or [{}] * len(tokens)
-            return [TokenLogprobs(-1, t, float(v),
-                                  tuple((k, float(x)) for k, x in (top or {}).items()))
-                    for t, v, top in zip(tokens, values, tops)]
-        return [TokenLogprobs(-1, item["token"], float(item["logprob"]),
-                              tuple((t["token"], float(t["logprob"]))
-                                    for t in item.get("top_logprobs") or []))
-                for item in logprobs.get("content") or []]
+            tokens = _listed(logprobs.get("tokens"))
+            values = _listed(logprobs.get("token_logprobs"))
+            tops = _listed(logprobs.get("top_logprobs")) or [{}] * len(tokens)
+            for token, value, top in zip(tokens, values, tops):
+                alternatives = top.items() if isinstance(top, dict) else ()
+                out.append(_token_logprobs(-1, token, value, alternatives))
+        else:
+            for item in _listed(logprobs.get("content")):
+                if isinstance(item, dict):
+                    alternatives = [(t.get("token", ""), t.get("logprob"))
+                                    for t in _listed(item.get("top_logprobs")) if isinstance(t, dict)]
+                    out.append(_token_logprobs(item.get("id"), item.get("token", ""),
+                                               item.get("logprob"), alternatives))
+        return [e for e in out if e is not None]
 
     def finish(self, *, cancelled: bool = False) -> list[EngineEvent]:
         """What the filter still held, the tool calls the server streamed, and ``Finished``
@@ -217,3 +225,21 @@ class ChunkReader:
 
 def _call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def _listed(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _token_logprobs(token_id: Any, token: Any, logprob: Any, alternatives) -> TokenLogprobs | None:
+    if _logprob(logprob) is None:
+        return None
+    top = tuple((str(t), _logprob(v)) for t, v in alternatives if _logprob(v) is not None)
+    return TokenLogprobs(token_id if type(token_id) is int else -1, str(token), _logprob(logprob), top)
+
+
+def _logprob(value: Any) -> float | None:
+    """A log-probability a server sent, as a float; None for anything else (null, text)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)

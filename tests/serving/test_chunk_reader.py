@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlx_notebook.engine import ContentDelta, Finished, ReasoningDelta, ToolCall
+from mlx_notebook.engine import ContentDelta, Finished, ReasoningDelta, TokenLogprobs, ToolCall
 from mlx_notebook.engine.remote import ChunkReader
 
 
@@ -114,3 +114,26 @@ def test_tool_call_fragments_of_unusual_shapes_make_one_call():
     calls = [e for e in _read(ChunkReader("qwen3"), chunks) if type(e) is ToolCall]
     assert [(c.id, c.name, c.arguments) for c in calls] == [
         ("c1", "get_weather", {"city": "Paris"}), ("c2", "get_time", {"tz": "CET"})]
+
+
+def test_logprobs_in_mlx_lm_servers_shape_and_malformed_ones_never_fail_the_reply():
+    """mlx_lm.server sends ``{"id", "logprob"}`` (``token`` only beside ``top_logprobs``):
+    reading ``token`` raised KeyError and failed the whole reply. Entries without a number
+    (null, text) are left out."""
+    logprobs = {"content": [
+        {"id": 5, "logprob": -0.25},
+        {"id": 6, "token": " there", "logprob": -1, "top_logprobs": [
+            {"id": 6, "token": " there", "logprob": -1}, {"token": "!", "logprob": None}]},
+        {"token": "x", "logprob": None}, "junk"]}
+    chunk = {"id": "x", "choices": [{"index": 0, "finish_reason": None,
+                                     "delta": {"content": "Hi there"}, "logprobs": logprobs}]}
+    events = _read(ChunkReader("plain"), [chunk, _chunk(finish="stop")])
+    assert [e for e in events if type(e) is TokenLogprobs] == [
+        TokenLogprobs(5, "", -0.25), TokenLogprobs(6, " there", -1.0, ((" there", -1.0),))]
+    assert _texts(events, ContentDelta) == "Hi there"
+    legacy = {"tokens": ["a", "b"], "token_logprobs": [None, -0.5], "top_logprobs": [None, {"b": -0.5}]}
+    events = _read(ChunkReader("plain", kind="completion"),
+                   [{"id": "x", "choices": [{"index": 0, "finish_reason": "stop", "text": "ab",
+                                             "logprobs": legacy}]}])
+    assert [e for e in events if type(e) is TokenLogprobs] == [TokenLogprobs(-1, "b", -0.5, (("b", -0.5),))]
+
