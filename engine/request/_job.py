@@ -84,14 +84,15 @@ class Outbox:
 
     def put(self, event) -> None:
         self.started = True
-        if type(event) is Finished or type(event) is Error:
+        kind = type(event)
+        if kind is Finished or kind is Error:
             with self._lock:
                 closing, self._closed = not self._closed, True
             if closing:
                 self._on_close()
         if self.deliver is not None:
             # After a failure the last event still goes: the callback learns its request ended.
-            if not self._deliver_failed or type(event) is Finished or type(event) is Error:
+            if not self._deliver_failed or kind is Finished or kind is Error:
                 try:
                     self.deliver(event)
                 # The caller's callback, even its sys.exit() or a CancelledError: its request
@@ -102,15 +103,21 @@ class Outbox:
                     if self.cancel is not None:
                         self.cancel.set()
             return
-        with self._ready:
-            self._events.append(event)
-            if not self._urgent and urgent(event, self._text_seen):
-                self._urgent = True
-            if not self._text_seen and type(event) in TEXT_EVENTS:
-                self._text_seen = True
-            if self._waiting and (self._urgent or self._paced_since is None):
-                self._taken.clear()
-                self._ready.notify()
+        # No lock for the event itself: this is per token per request on the engine thread,
+        # and a deque's append is atomic. The reader marks itself waiting before it looks at
+        # the queue and the flags; this looks at its mark after the append and the flags, so
+        # either the reader sees the event or this sees the reader waiting and wakes it (the
+        # lock, held by the reader until it waits, makes the wake-up come after the wait).
+        self._events.append(event)
+        if not self._urgent and urgent(event, self._text_seen):
+            self._urgent = True
+        if not self._text_seen and kind in TEXT_EVENTS:
+            self._text_seen = True
+        if self._waiting and (self._urgent or self._paced_since is None):
+            with self._ready:
+                if self._waiting:
+                    self._taken.clear()
+                    self._ready.notify()
 
     @property
     def closed(self) -> bool:
@@ -141,25 +148,30 @@ class Outbox:
                 if self._paced_since is not None and timeout > 0:
                     # Wait out the pace unless an urgent event comes; then take whatever came.
                     remaining = self._paced_since + self._pace - time.perf_counter()
-                    if remaining > 0 and not self._urgent:
-                        self._wait(remaining)
+                    if remaining > 0:
+                        self._wait(remaining, lambda: self._urgent)
                     if not self._events:  # nothing came within the pace: wait for one again
                         self._paced_since = None
-                if not self._events and timeout > 0:
-                    self._wait(timeout)
-                events = list(self._events)
-                self._events.clear()
+                if timeout > 0:
+                    self._wait(timeout, lambda: self._events)
+                # Cleared before the events are taken: an urgent event put meanwhile sets it
+                # again and is not paced, whichever take reads it.
                 self._urgent = False
+                pop, events = self._events.popleft, []
+                for _ in range(len(self._events)):  # put may append meanwhile: those stay
+                    events.append(pop())
                 self._paced_since = time.perf_counter() if events else None
                 return events
         finally:  # even when interrupted waiting (a notebook's KeyboardInterrupt)
             self._taken.set()
 
-    def _wait(self, timeout: float) -> None:
-        """Wait on ``_ready`` (held) up to ``timeout`` s, marked as waiting for ``put``."""
+    def _wait(self, timeout: float, done: Callable[[], object]) -> None:
+        """Wait on ``_ready`` (held) up to ``timeout`` s unless ``done()``, marked as waiting
+        for ``put`` before ``done`` is looked at (``put`` looks the other way round)."""
         self._waiting = True
         try:
-            self._ready.wait(timeout)
+            if not done():
+                self._ready.wait(timeout)
         finally:
             self._waiting = False
 

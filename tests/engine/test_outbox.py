@@ -136,3 +136,28 @@ def test_an_events_iterator_dropped_half_way_loses_no_event(tiny_engine, script_
     # The same events but for the request id in Started and the timings in Usage.
     assert got[1:-2] == whole[1:-2] and len(whole) > 10
     assert got[-1] == whole[-1] == Finished("length")
+
+
+@pytest.mark.parametrize("pace", [0.0, 0.001])
+def test_events_put_while_the_reader_takes_are_all_read_in_order_and_none_waits(pace):
+    """``put`` appends without the lock; a reader taking at the same moment loses nothing,
+    and a reader about to wait is still woken (a lost wake-up would cost the 5 s timeout)."""
+    out = Outbox(lambda: None, pace=pace)
+    got: list = []
+
+    def read():
+        while not got or type(got[-1]) is not Finished:
+            got.extend(out.take(5.0))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    t0 = time.perf_counter()
+    for i in range(20_000):
+        out.put(ContentDelta(str(i)))
+        if i % 500 == 0:
+            time.sleep(0.0005)  # let the reader run dry and wait for the next one
+    out.put(Finished("stop"))
+    reader.join(30)
+    assert not reader.is_alive()
+    assert [e.text for e in got[:-1]] == [str(i) for i in range(20_000)]
+    assert time.perf_counter() - t0 < 4.0  # no take waited out its 5 s timeout
