@@ -755,7 +755,10 @@ def test_kernel_interrupt_cancels_the_reply_and_the_next_cell_works(smollm2_path
                 if msg["parent_header"].get("msg_id") != msg_id:
                     continue
                 kind = msg["msg_type"]
-                if kind == "comm_msg" and interrupt_after_deltas is not None:
+                # Text deltas only: the widget's first messages (its state, the prompt's
+                # usage, prefill progress) come before the model has written anything.
+                if (kind == "comm_msg" and interrupt_after_deltas is not None
+                        and msg["content"]["data"].get("content", {}).get("kind") == "delta"):
                     deltas += 1
                     if deltas == interrupt_after_deltas:
                         manager.interrupt_kernel()
