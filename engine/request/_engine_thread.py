@@ -28,7 +28,7 @@ from .._errors import EngineError, ModelStoreError
 from .._events import Error
 from ..models._info import ModelInfo, describe_model
 from ._prompt_cache import PromptCache
-from ._job import Job, Outbox
+from ._job import Job, Outbox, reader_pace
 from ._scheduler import Scheduler
 
 __all__ = ["EngineThread", "FinishedTrace"]
@@ -205,7 +205,8 @@ class EngineThread:
         counts as running until its last event."""
         with self._open_lock:
             self.running_ids.add(request_id)
-        return Outbox(lambda: self._close_one(request_id), deliver)
+        return Outbox(lambda: self._close_one(request_id), deliver,
+                      pace=lambda: reader_pace(len(self.running_ids)))
 
     @contextmanager
     def preparing(self, *, until_done: bool = False):

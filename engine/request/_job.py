@@ -18,7 +18,8 @@ from .._events import ContentDelta, Error, Finished, ReasoningDelta
 from ._admission import GenerationRequest
 from ._rendering import RenderedPrompt
 
-__all__ = ["Job", "Outbox", "PACE_SECONDS", "TEXT_EVENTS", "check_on_event", "urgent"]
+__all__ = ["Job", "Outbox", "PACE_SECONDS", "TEXT_EVENTS", "check_on_event", "reader_pace",
+           "urgent"]
 
 # A reader woken by one event then collects what comes in the next this-many seconds in one
 # go, instead of waking once per token. Every wake-up takes the GIL from the engine thread,
@@ -27,6 +28,12 @@ __all__ = ["Job", "Outbox", "PACE_SECONDS", "TEXT_EVENTS", "check_on_event", "ur
 # throughput. A reply's first text and its end still wake the reader at once (``urgent``), so
 # neither the first token nor the end waits; 20 ms is below what a reader of the text can see.
 PACE_SECONDS = 0.02
+# Many readers at that pace still wake often: 32 requests at a 20 ms pace are 1,600 wake-ups a
+# second, each a GIL hand-off the engine thread waits out. Readers of a busy engine slow down
+# together so that all of them wake at most this often (below 10 readers: PACE_SECONDS), but
+# each still sees its text grow ten times a second (beyond 50 readers, more wake-ups).
+READER_WAKEUPS_PER_S = 500
+SLOWEST_PACE_SECONDS = 0.1
 _log = logging.getLogger("mlx_notebook.engine")
 
 
@@ -38,6 +45,11 @@ def check_on_event(on_event: Callable[[object], None] | None) -> None:
     if on_event is not None and not callable(on_event):
         raise EngineError(f"on_event must be a function that takes one event, not "
                           f"{type(on_event).__name__}.")
+
+
+def reader_pace(readers: int) -> float:
+    """The pace of each of ``readers`` paced readers (``READER_WAKEUPS_PER_S``)."""
+    return min(SLOWEST_PACE_SECONDS, max(PACE_SECONDS, readers / READER_WAKEUPS_PER_S))
 
 
 def urgent(event, text_seen: bool) -> bool:
@@ -52,20 +64,21 @@ class Outbox:
 
     It retires the request before its last event can be read, so a caller that has read
     ``Finished`` or ``Error`` already sees it gone from ``Engine.active_requests``, whichever
-    thread wrote the event. Reads are paced (``PACE_SECONDS``). With ``deliver``, events are
-    handed to that callable instead of queued (``Engine.submit(on_event=...)``).
+    thread wrote the event. Reads are paced: ``pace`` s, or what ``pace()`` says at each take
+    (the engine's ``reader_pace``). With ``deliver``, events are handed to that callable
+    instead of queued (``Engine.submit(on_event=...)``).
     """
 
     def __init__(self, on_close: Callable[[], None],
                  deliver: Callable[[object], None] | None = None,
-                 pace: float = PACE_SECONDS):
+                 pace: float | Callable[[], float] = PACE_SECONDS):
         self._on_close = on_close
         self._closed = False
         self._lock = threading.Lock()
         self.deliver = deliver
         self._events: deque = deque()
         self._ready = threading.Condition(threading.Lock())
-        self._pace = pace
+        self._pace = pace if callable(pace) else (lambda: pace)
         self._paced_since: float | None = None
         """When the reader last took events while they kept coming (None: it waits for one)."""
         self._text_seen = False
@@ -147,7 +160,7 @@ class Outbox:
             with self._ready:
                 if self._paced_since is not None and timeout > 0:
                     # Wait out the pace unless an urgent event comes; then take whatever came.
-                    remaining = self._paced_since + self._pace - time.perf_counter()
+                    remaining = self._paced_since + self._pace() - time.perf_counter()
                     if remaining > 0:
                         self._wait(remaining, lambda: self._urgent)
                     if not self._events:  # nothing came within the pace: wait for one again

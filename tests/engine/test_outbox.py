@@ -12,7 +12,7 @@ import pytest
 
 from mlx_notebook.engine import ContentDelta, Finished, PrefillProgress, Started
 from mlx_notebook.engine._events import TokenLogprobs
-from mlx_notebook.engine.request._job import Outbox
+from mlx_notebook.engine.request._job import PACE_SECONDS, Outbox, reader_pace
 
 
 def test_events_that_come_within_the_pace_reach_the_reader_in_one_take():
@@ -22,6 +22,28 @@ def test_events_that_come_within_the_pace_reach_the_reader_in_one_take():
     for text in "bcd":
         out.put(ContentDelta(text))
     assert out.take(1.0) == [ContentDelta("b"), ContentDelta("c"), ContentDelta("d")]
+
+
+def test_a_pace_given_as_a_function_is_asked_at_each_take():
+    pace = [30.0]
+    out = Outbox(lambda: None, pace=lambda: pace[0])
+    out.put(ContentDelta("a"))
+    assert out.take(1.0) == [ContentDelta("a")]
+    out.put(ContentDelta("b"))
+    assert out.take(0) == [ContentDelta("b")]  # paced: 30 s from here, as the function said
+    out.put(ContentDelta("c"))
+    pace[0] = 0.05  # the engine's readers became fewer
+    t0 = time.perf_counter()
+    assert out.take(1.0) == [ContentDelta("c")]
+    assert 0.04 < time.perf_counter() - t0 < 10
+
+
+def test_many_readers_of_one_engine_slow_down_together():
+    assert reader_pace(1) == reader_pace(8) == PACE_SECONDS
+    assert reader_pace(32) > PACE_SECONDS
+    # ...so that all of them together wake no more often than ten readers at the base pace
+    assert 32 / reader_pace(32) <= 10 / PACE_SECONDS
+    assert reader_pace(1000) <= 0.1  # ...yet each still sees its text grow ten times a second
 
 
 def test_the_last_event_ends_the_pace_at_once():
