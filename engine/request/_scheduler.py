@@ -41,6 +41,38 @@ log = logging.getLogger(__name__)
 
 _GREEDY = make_sampler(0.0)  # shared so an all-greedy batch samples in one call
 
+
+def _keeping_random_key(sampler):
+    """``sampler``, made unable to leave mlx's global random key broken when it raises.
+
+    mlx-lm compiles its sampling steps (``apply_top_k``, ``categorical_sampling``...) with
+    ``inputs=mx.random.state, outputs=mx.random.state``: while one is traced, the global key
+    holds a tracer, and an exception raised mid-trace (mlx-lm's own ``top_k`` check, say)
+    leaves it there. Every later sampled request in the process then failed with "[eval]
+    Attempting to eval an array without a primitive", beside whatever ran with it. After a
+    failed call the key is put back, bit for bit, as it was before it; a call that returns
+    changes nothing.
+    """
+    if sampler is _GREEDY:  # mx.argmax: nothing compiled, cannot fail
+        return sampler
+
+    def keeping(logprobs):
+        key = mx.random.state[0]
+        try:
+            return sampler(logprobs)
+        except BaseException:
+            _restore_random_key(key)
+            raise
+    return keeping
+
+
+def _restore_random_key(key: mx.array) -> None:
+    """Make ``key`` mlx's global random key again (``mx.random.state`` takes no assignment:
+    ``seed(s)`` sets the key ``[s >> 32, s & 0xFFFFFFFF]``, so ``s`` is rebuilt from it)."""
+    high, low = key.tolist()
+    mx.random.seed((high << 32) | low)
+
+
 # Prefill chunks on a CPU, measured with SmolLM2 on 2 shared cores: float32 with OpenBLAS
 # reads 200-220 tok/s in 64-token chunks of 0.2-0.3 s (2048: 215-250); 4-bit weights on the
 # reference BLAS cost about the same per token in any chunk size (4: 8.8 tok/s, 0.44 s a
@@ -130,6 +162,8 @@ class _Guard:
     def sampler(self, sampler):
         if sampler is _GREEDY:  # cannot fail; shared so an all-greedy batch samples once
             return sampler
+
+        sampler = _keeping_random_key(sampler)
 
         def guarded(logprobs):
             if self.error is None:
@@ -470,7 +504,7 @@ class Scheduler:
             self._single_active = _Active(job, reply, [], sampler=sampler)
             self.single = SingleStream(
                 self.model, self.stream, job, cache=cache, tokens=tokens,
-                cached=cached, sampler=sampler,
+                cached=cached, sampler=_keeping_random_key(sampler),
                 processors=self._processors(request, prompt), stop_sequences=self._stops(request.stop),
                 prefill_step_size=self.prefill_step_size,
                 draft_model=draft, num_draft_tokens=request.num_draft_tokens,
