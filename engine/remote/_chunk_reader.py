@@ -20,9 +20,13 @@ from .._events import (
 )
 from ..parsing import StreamFilter, get_family
 
-__all__ = ["ChunkReader", "ServerUsage"]
+__all__ = ["ChunkReader", "ServerUsage", "UnexpectedShape"]
 
 _REASONING_FIELDS = ("reasoning", "reasoning_content")
+
+
+class UnexpectedShape(ValueError):
+    """A chunk no OpenAI-compatible server sends; the message says what was wrong with it."""
 
 
 @dataclass(slots=True)
@@ -76,14 +80,10 @@ class ChunkReader:
     def read(self, chunk: dict[str, Any]) -> list[EngineEvent]:
         self.request_id = self.request_id or chunk.get("id")
         if chunk.get("usage"):
-            u = chunk["usage"]
-            cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens")
-            self.usage = ServerUsage(int(u.get("prompt_tokens") or 0),
-                                     int(u.get("completion_tokens") or 0),
-                                     None if cached is None else int(cached))
+            self.usage = _server_usage(chunk["usage"]) or self.usage
         out: list[EngineEvent] = []
         for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
+            if (choice.get("index") or 0) not in (0, "0"):  # (null or "0": a sloppy server's 0)
                 continue
             out += self._logprobs(choice.get("logprobs"))
             delta = choice.get("delta") or choice.get("message") or {}
@@ -91,7 +91,8 @@ class ChunkReader:
                 delta = {"content": choice.get("text")}
             out += self._delta(delta)
             if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+                reason = choice["finish_reason"]
+                self.finish_reason = reason if isinstance(reason, str) else "stop"
         return out
 
     def _delta(self, delta: dict[str, Any]) -> list[EngineEvent]:
@@ -107,8 +108,8 @@ class ChunkReader:
                     self._filter = self._new_filter(False)
             self.completion_deltas += 1
             out.append(ReasoningDelta(reasoning))
-        text = delta.get("content")
-        if text and isinstance(text, str):
+        text = _text(delta.get("content"))
+        if text:
             self.completion_deltas += 1
             if self.kind == "completion":
                 out.append(ContentDelta(text))
@@ -186,6 +187,9 @@ class ChunkReader:
         out = self._split(self._filter.finish()) if self.kind == "chat" else []
         for number, (_, call) in enumerate(sorted(self._calls.items())):
             raw = "".join(call.arguments)
+            if not call.name:  # no tool to run: a problem to show, not a call to "" to refuse
+                out.append(ParseProblem(raw, "the server sent a tool call with no function name"))
+                continue
             try:
                 arguments = json.loads(raw) if raw.strip() else {}
             except json.JSONDecodeError as exc:
@@ -221,6 +225,42 @@ class ChunkReader:
                                       if decode_seconds > 1e-3 else None),
             peak_memory=None,
         )
+
+
+def _server_usage(usage: Any) -> ServerUsage | None:
+    """The server's usage; None when its counts are not numbers (the reply is still whole, and
+    its counts are then made here)."""
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    prompt = _count(usage.get("prompt_tokens") or 0)
+    completion = _count(usage.get("completion_tokens") or 0)
+    if prompt is None or completion is None:
+        return None
+    return ServerUsage(prompt, completion, None if cached is None else _count(cached))
+
+
+def _count(value: Any) -> int | None:
+    """A token count a server sent (a number, or a number as text); None for anything else."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 2**63:
+        return None
+    return int(value)
+
+
+def _text(content: Any) -> str:
+    """A delta's text: a string, or content parts (``[{"type": "text", "text": ...}]``, as
+    Mistral's API sends); raises ``UnexpectedShape`` for a number or an object."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list):
+        return "".join(part.get("text") for part in content if isinstance(part, dict)
+                       and part.get("type") == "text" and isinstance(part.get("text"), str))
+    kind = ("an object" if isinstance(content, dict) else
+            "true or false" if isinstance(content, bool) else "a number")
+    raise UnexpectedShape(f"its content is {kind} ({json.dumps(content)[:40]}), not text")
 
 
 def _call_id() -> str:

@@ -38,7 +38,7 @@ from ..request._admission import DEFAULT_MODEL_ALIAS, GenerationRequest, admit
 from ..request._handle import read_to_its_end
 from ..request._job import check_on_event
 from ..request._prompt_cache import CacheInfo
-from ._chunk_reader import ChunkReader
+from ._chunk_reader import ChunkReader, UnexpectedShape
 
 __all__ = ["RemoteEngine", "RemoteHandle", "guess_family"]
 
@@ -46,6 +46,8 @@ _log = logging.getLogger("mlx_notebook.engine")
 _END = object()
 _DONE = object()  # the server said the reply is over ([DONE])
 _POLL_SECONDS = 0.05  # how often a reader waiting on the server re-checks Stop
+_SSE_FIELD = re.compile(r"(event|id|retry)(:|$)")  # the fields an event may carry beside data
+_NOT_JSON = (ValueError, RecursionError)  # (a hostile "[[[[..." fails json.loads with the latter)
 
 
 def guess_family(model: str) -> str | None:
@@ -121,10 +123,11 @@ class RemoteEngine:
         if response.status_code in (401, 403):
             raise _http_error(self.url, response, "/models")
         try:
-            listed = [m.get("id") for m in (response.json().get("data") or [])
-                      if isinstance(m.get("id"), str) and m["id"]]
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError):
-            listed = None
+            data = response.json().get("data") or []
+        except (*_NOT_JSON, AttributeError):
+            data = None
+        listed = ([m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)
+                   and m["id"]] if isinstance(data, list) else None)
         if response.status_code != 200 or listed is None:
             # No model list (mlx_lm.server's fails without a Hugging Face cache): the server
             # still serves. "default_model" is what mlx_lm.server and our listener call the
@@ -341,6 +344,8 @@ class RemoteHandle:
         """On its own thread: the server's events' data onto the queue, then ``_DONE`` when
         the server said the reply is over, and ``_END``."""
         pending = ""  # an event's data lines so far (most servers send one line per event)
+        stray: list[str] = []  # lines of no SSE field: a body that is no event stream at all
+        sent = False
         try:
             for line in response.iter_lines():
                 if self._cancel.is_set():
@@ -353,6 +358,9 @@ class RemoteHandle:
                 if not line.startswith("data:"):
                     if not line.strip() and pending:  # an event's end: its data must be whole
                         raise json.JSONDecodeError("an event's data is not JSON", pending, 0)
+                    if line.strip() and not (line.startswith(":") or _SSE_FIELD.match(line)) \
+                            and not sent and len(stray) < 1000:
+                        stray.append(line)
                     continue
                 data = line[5:].removeprefix(" ")
                 if data.strip() == "[DONE]" and not pending:
@@ -364,14 +372,20 @@ class RemoteHandle:
                     continue
                 try:
                     item = json.loads(pending)
-                except json.JSONDecodeError:
+                except _NOT_JSON:
                     continue  # the event's data goes on in the next data: line
                 pending = ""
                 if not isinstance(item, dict):
                     raise json.JSONDecodeError("not a JSON object", data, 0)
                 self._queue.put(item)
+                sent = True
             if pending:
                 raise json.JSONDecodeError("an event's data is not JSON", pending, 0)
+            if stray and not sent:
+                said = _not_a_stream(self._url, "\n".join(stray))
+                self._queue.put(said)
+                if type(said) is not Error:
+                    self._queue.put(_DONE)
         except (httpx.HTTPError, json.JSONDecodeError) as exc:
             if not self._cancel.is_set():
                 self._queue.put(Error(_broken_stream(self._url, exc), "server_error"))
@@ -414,6 +428,7 @@ class RemoteHandle:
                 return
             if item.get("error"):  # an error object sent mid-stream
                 self._done = True
+                self.cancel()  # a server may keep the connection open after it
                 yield Error(_error_sentence(self._url, item["error"]), "server_error")
                 return
             generated = reader.generated
@@ -422,9 +437,9 @@ class RemoteHandle:
             except (AttributeError, KeyError, TypeError, ValueError) as exc:
                 self._done = True
                 self.cancel()
+                what = exc if type(exc) is UnexpectedShape else f"{type(exc).__name__}: {exc}"
                 yield Error(f"The server at {self._url} sent a chunk of a shape no OpenAI API "
-                            f"sends ({type(exc).__name__}: {exc}); the reply is partial.",
-                            "server_error")
+                            f"sends ({what}); the reply is partial.", "server_error")
                 return
             if first is None and reader.generated > generated:
                 first = time.perf_counter()
@@ -507,7 +522,7 @@ def _whole_reply(url: str, response: httpx.Response, path: str) -> dict | None:
     if content_type == "application/json":
         try:
             reply = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except _NOT_JSON:
             reply = None
         if isinstance(reply, dict) and reply.get("error"):
             raise EngineRequestError(_error_sentence(url, reply["error"]), type="server_error")
@@ -521,7 +536,7 @@ def _whole_reply(url: str, response: httpx.Response, path: str) -> dict | None:
 def _json_or_text(text: str) -> Any:
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except _NOT_JSON:
         return text.strip()
     return value.get("error", value) if isinstance(value, dict) and "message" not in value else value
 
@@ -545,7 +560,7 @@ def _http_error(url: str, response: httpx.Response, path: str) -> EngineError:
     status = response.status_code
     try:
         body = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except _NOT_JSON:
         body = None
     # OpenAI's {"error": {...}}, mlx_lm.server's {"error": "..."}, vLLM's older top-level
     # {"message": ...} and FastAPI's {"detail": ...}.
@@ -554,6 +569,13 @@ def _http_error(url: str, response: httpx.Response, path: str) -> EngineError:
         error = body.get("error") or body.get("message") or body.get("detail")
     if isinstance(error, str):
         error = {"message": error}
+    if status == 403 and isinstance(error, dict) and isinstance(error.get("message"), str):
+        # Forbidden, for a reason of the server's: a model the key may not use, a host name or
+        # a web page our own token-less listener refuses. A wrong key is a 401.
+        return EngineError(_error_sentence(url, error, status))
+    if status in (401, 403) and "authorization" not in response.request.headers:
+        return EngineError(f"The server at {url} needs an API key (HTTP {status}); pass it with "
+                           "--api-key.")
     if status in (401, 403):
         return EngineError(f"The server at {url} refused the API key (HTTP {status}); pass the "
                            "right one with --api-key.")
@@ -581,6 +603,22 @@ def _error_sentence(url: str, error: Any, status: int | None = None) -> str:
         message = json.dumps(message)
     where = f"The server at {url}" + (f" (HTTP {status})" if status else "")
     return f"{where}: {str(message or 'no reason given').rstrip('.')}."
+
+
+def _not_a_stream(url: str, body: str) -> dict | Error:
+    """What a body of no SSE events said: the reply, sent whole under another content type
+    (or none); its error object; else an ``Error`` quoting its text."""
+    try:
+        reply = json.loads(body)
+    except _NOT_JSON:
+        reply = None
+    if isinstance(reply, dict) and reply.get("error"):
+        return Error(_error_sentence(url, reply["error"]), "server_error")
+    if isinstance(reply, dict) and isinstance(reply.get("choices"), list):
+        return reply
+    text = " ".join(body.split())[:120]
+    return Error(f"The server at {url} answered with text that is no OpenAI event stream "
+                 f"({text!r}); check the URL (a proxy or a login page?).", "server_error")
 
 
 def _broken_stream(url: str, exc: Exception) -> str:
