@@ -31,15 +31,22 @@ class Event:
 def merge_events(events: list[Event]) -> list[Event]:
     """Join adjacent reasoning (or content) events: the form chunkings are compared in."""
     merged: list[Event] = []
+    run: list[str] = []  # the texts of the run that merged[-1] stands for, joined once at its end
+
+    def close_run() -> None:
+        if len(run) > 1:  # one join per run: adding piece by piece is quadratic in its length
+            merged[-1] = Event(merged[-1].kind, "".join(run))
+        run.clear()
+
     for event in events:
-        if (
-            merged
-            and event.kind in ("reasoning", "content")
-            and merged[-1].kind == event.kind
-        ):
-            merged[-1] = Event(event.kind, merged[-1].text + event.text)
-        elif event.kind in ("reasoning", "content") and not event.text:
+        if merged and event.kind in ("reasoning", "content") and merged[-1].kind == event.kind:
+            run.append(event.text)
             continue
-        else:
-            merged.append(event)
+        if event.kind in ("reasoning", "content") and not event.text:
+            continue
+        close_run()
+        if event.kind in ("reasoning", "content"):
+            run.append(event.text)
+        merged.append(event)
+    close_run()
     return merged
