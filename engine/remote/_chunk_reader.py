@@ -82,7 +82,11 @@ class ChunkReader:
         if chunk.get("usage"):
             self.usage = _server_usage(chunk["usage"]) or self.usage
         out: list[EngineEvent] = []
-        for choice in chunk.get("choices") or []:
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+            raise UnexpectedShape(f"its choices are {json.dumps(choices)[:40]}, not a list of "
+                                  "objects")
+        for choice in choices:
             if (choice.get("index") or 0) not in (0, "0"):  # (null or "0": a sloppy server's 0)
                 continue
             out += self._logprobs(choice.get("logprobs"))

@@ -283,8 +283,9 @@ def test_thinking_turned_off_is_content_from_the_first_token(serve):
 
 def test_chunks_of_an_unexpected_shape_and_bare_error_objects_are_one_sentence(serve):
     server = serve(streamed(sse(chunk({"content": "A"}), {"choices": ["x"]})))
-    assert events_end(reply(server)).startswith(
-        f"The server at {server.url} sent a chunk of a shape no OpenAI API sends (AttributeError")
+    assert events_end(reply(server)) == (
+        f"The server at {server.url} sent a chunk of a shape no OpenAI API sends (its choices "
+        'are ["x"], not a list of objects); the reply is partial.')
     server = serve(streamed(sse(chunk({"content": "A"}), {"error": {"code": 503}})))
     assert events_end(reply(server)) == f"The server at {server.url}: 503."
 
