@@ -34,6 +34,8 @@ def _fetch(args: argparse.Namespace) -> None:
 
 def _import(args: argparse.Namespace) -> None:
     source = Path(args.file)
+    if source.is_dir():
+        raise EngineError(f"{args.file} is a directory, not a GGUF file: give the .gguf file to import.")
     if not source.is_file():
         raise EngineError(f"No such GGUF file: {args.file}.")
     dest = Path(args.dir) if args.dir else None
@@ -81,6 +83,9 @@ def _demo(args: argparse.Namespace) -> None:
     message = reply["choices"][0]["message"]
     usage = reply["usage"]
     print(f"> {args.prompt}")
+    reasoning = (message.get("reasoning") or message.get("reasoning_content") or "").strip()
+    if reasoning:  # else a reply cut short while it reasons prints as a blank line
+        print(f"(reasoning) {reasoning}")
     print(message.get("content") or "")
     print(f"[{engine.model_info.name}: {usage['prompt_tokens']} prompt tokens, {usage['completion_tokens']} completion tokens]")
 
@@ -99,6 +104,7 @@ def _serve(args: argparse.Namespace) -> None:
     # minutes: a typo is refused at once.
     listener = Listener(None, host=args.host, port=args.port, token=args.token,
                         allowed_origins=args.allowed_origins)
+    _check_listenable(args.host, args.port)
     with Engine(args.spec, dtype=args.dtype, progress=not args.quiet,
                 fused_first_token=args.fused_first_token) as engine:
         listener.engine = engine
@@ -115,41 +121,80 @@ def _serve(args: argparse.Namespace) -> None:
                 print("Stopped.")
 
 
+def _check_listenable(host: str, port: int) -> None:
+    """Bind the address and let it go at once: the listener binds only after the model has
+    loaded, and a port in use or an address not of this machine should not wait for that."""
+    import errno
+    import socket
+
+    from tornado.netutil import bind_sockets
+
+    try:
+        sockets = bind_sockets(port, host)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+            raise EngineError(f"Cannot listen on {host} ({reason}): give --host an address of "
+                              "this machine, e.g. 127.0.0.1.") from None
+        raise EngineError(f"Cannot listen on {host}:{port} ({reason}); pick another port with "
+                          "--port.") from None
+    for sock in sockets:
+        sock.close()
+
+
+def _reply_length(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"give a whole number of tokens, at least 1, not {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mlx-notebook", description="Manage mlx-notebook's offline model store, ask the "
                                      "default model a question (demo) and serve a model over HTTP "
                                      "(serve).")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    # -q after the command too (`mlx-notebook fetch -q`); SUPPRESS keeps one given before it.
+    quiet = argparse.ArgumentParser(add_help=False)
+    quiet.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                       help="no progress bars")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    fetch = commands.add_parser("fetch", help="resolve a model spec to a local mlx-lm directory and print it")
+    fetch = commands.add_parser("fetch", parents=[quiet],
+                                help="resolve a model spec to a local mlx-lm directory and print it")
     fetch.add_argument("spec", nargs="?", default=DEFAULT_MODEL,
                        help="alias, .gguf file, mlx-lm directory or cached Hugging Face repo id")
     fetch.add_argument("--dtype", choices=DTYPES, default="auto", help=f"GGUF import dtype: {_DTYPE_HELP}")
     fetch.set_defaults(run=_fetch)
 
-    imp = commands.add_parser("import", help="import a .gguf file into an mlx-lm directory")
+    imp = commands.add_parser("import", parents=[quiet],
+                              help="import a .gguf file into an mlx-lm directory")
     imp.add_argument("file", help="the .gguf file")
     imp.add_argument("dir", nargs="?", help="where to write it (default: the cache)")
     imp.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
     imp.set_defaults(run=_import)
 
-    models = commands.add_parser("models", help="list what the store keeps per model, with sizes, or remove a model")
+    models = commands.add_parser("models", parents=[quiet],
+                                 help="list what the store keeps per model, with sizes, or remove a model")
     models.add_argument("--remove", metavar="NAME",
                         help="delete every file the store keeps for NAME (a name or path that the "
                              "listing shows, or the .gguf file a model was imported from; that file "
                              "itself is never touched)")
     models.set_defaults(run=_models)
 
-    demo = commands.add_parser("demo", help="load a model and print its greedy reply to a question")
+    demo = commands.add_parser("demo", parents=[quiet],
+                               help="load a model and print its greedy reply to a question")
     demo.add_argument("spec", nargs="?", default=DEFAULT_MODEL, help="model spec (default: the default model)")
     demo.add_argument("--prompt", default=DEMO_PROMPT, help="the question to ask (default: %(default)r)")
-    demo.add_argument("--max-tokens", type=int, default=64, help="reply length limit (default: %(default)s)")
+    demo.add_argument("--max-tokens", type=_reply_length, default=64, help="reply length limit (default: %(default)s)")
     demo.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
     demo.set_defaults(run=_demo)
 
-    serve = commands.add_parser("serve", help="serve a model over an OpenAI-compatible HTTP API "
-                                              "until interrupted")
+    serve = commands.add_parser("serve", parents=[quiet],
+                                help="serve a model over an OpenAI-compatible HTTP API until interrupted")
     serve.add_argument("spec", nargs="?", default=DEFAULT_MODEL, help="model spec (default: the default model)")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default 127.0.0.1, this machine only)")
@@ -173,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     except EngineError as exc:
         print(f"mlx-notebook {args.command}: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C while a model loads or a demo answers
+        print(f"mlx-notebook {args.command}: interrupted.", file=sys.stderr)
+        return 130  # what a shell reports for a command ended by SIGINT
     return 0
 
 

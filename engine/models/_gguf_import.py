@@ -86,7 +86,8 @@ def import_gguf(gguf_path: Path, dest: Path, *, dtype: str = "keep", progress: b
 
 def _read_gguf(path: Path) -> tuple[dict[str, mx.array], dict[str, Any]]:
     try:
-        weights, metadata = mx.load(str(path), return_metadata=True)
+        # format: mx.load guesses it from the name, and a GGUF file saved as model.bin is one too.
+        weights, metadata = mx.load(str(path), format="gguf", return_metadata=True)
     except Exception as exc:  # mlx raises RuntimeError/ValueError with a C++ message
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if "not supported" in reason.lower() or "unsupported" in reason.lower():

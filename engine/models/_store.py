@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -29,6 +30,8 @@ from tqdm.auto import tqdm
 from ._dtype_policy import DTYPES, accelerator, choose_dtype, gguf_parameter_bound
 from .._errors import ModelStoreError
 from ._gguf_import import import_gguf
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -103,7 +106,7 @@ def check_model_spec(spec: str | os.PathLike | None,
     if "://" in spec:
         raise ModelStoreError(f"{spec} is a URL: models load from this machine (no model hub is "
                               "asked); download it and give its directory or .gguf file.")
-    path = Path(spec).expanduser()
+    path = _user_path(spec)
     if spec.lower().endswith(".gguf"):
         if not path.is_file():
             raise ModelStoreError(f"No such GGUF file: {spec}.")
@@ -123,10 +126,23 @@ def check_model_spec(spec: str | os.PathLike | None,
         return "repo", spec
     if os.sep in spec or spec.startswith("."):
         raise ModelStoreError(f"No such model directory: {spec}.")
+    if spec.lower() in ALIASES:  # SmolLM2-135M-Instruct, as its model card spells it
+        return check_model_spec(spec.lower(), hf_cache_dir)
     raise ModelStoreError(
         f"Unknown model {spec!r}: use an alias ({', '.join(ALIASES)}), a .gguf file, "
         "an mlx-lm model directory or a Hugging Face repo id."
     )
+
+
+def _user_path(spec: str) -> Path:
+    """``spec`` with ``~`` expanded; ``~name`` for a user this machine lacks is refused in a
+    sentence (pathlib raises a bare RuntimeError)."""
+    try:
+        return Path(spec).expanduser()
+    except RuntimeError:
+        user = spec[1:].split("/", 1)[0]
+        raise ModelStoreError(f"{spec} names nothing here: this machine has no user {user!r} "
+                              f"(~{user} is that user's home folder).") from None
 
 
 def import_gguf_file(path: Path, *, dtype: str = "auto", progress: bool = True, dest: Path | None = None) -> Path:
@@ -179,19 +195,44 @@ def _dtype_tag(dtype: str) -> str:
 
 
 def _imported(gguf: Path, name: str, dtype: str, progress: bool) -> Path:
-    dest = cache_dir() / "models" / name
-    if (dest / "config.json").is_file():
-        return dest
-    return _build_atomically(dest, lambda tmp: import_gguf(gguf, tmp, dtype=dtype, progress=progress))
+    return _stored(cache_dir() / "models" / name,
+                   lambda tmp: import_gguf(gguf, tmp, dtype=dtype, progress=progress))
 
 
 def _tiny_reasoner(progress: bool) -> Path:
     from .tiny_reasoner import RECIPE_HASH, build_tiny_reasoner
 
-    dest = cache_dir() / "models" / f"tiny-reasoner-{RECIPE_HASH[:12]}"
+    return _stored(cache_dir() / "models" / f"tiny-reasoner-{RECIPE_HASH[:12]}",
+                   lambda tmp: build_tiny_reasoner(tmp, progress=progress))
+
+
+def _stored(dest: Path, build: Callable[[Path], None]) -> Path:
+    """``dest`` if the store holds it whole, else built now.
+
+    A build is renamed into place whole, so a damaged entry was damaged afterwards (a file cut
+    or edited by hand, a folder left without its config.json, a file where the folder should
+    be): it is rebuilt, not handed to the loader to fail the same way on every load.
+    """
     if (dest / "config.json").is_file():
-        return dest
-    return _build_atomically(dest, lambda tmp: build_tiny_reasoner(tmp, progress=progress))
+        try:
+            return _checked_mlx_dir(dest)
+        except ModelStoreError as exc:
+            log.warning("Rebuilding %s, damaged since it was built: %s", dest, exc)
+            _remove_damaged(dest)
+    elif (dest.is_symlink() or dest.exists()) and not (dest / "config.json").is_file():
+        _remove_damaged(dest)  # (looked at again: another process may have just finished it)
+    return _build_atomically(dest, build)
+
+
+def _remove_damaged(dest: Path) -> None:
+    try:
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)
+        else:
+            dest.unlink()
+    except OSError as exc:
+        raise ModelStoreError(f"{dest} in the model store is damaged and cannot be removed "
+                              f"({exc.strerror or exc}); delete it by hand and try again.") from None
 
 
 def _build_atomically(dest: Path, build: Callable[[Path], None]) -> Path:
@@ -233,8 +274,9 @@ def _process_alive(pid: int) -> bool:
 
 
 def _checked_mlx_dir(path: Path) -> Path:
-    """``path`` if it looks loadable: a readable config.json object with a ``model_type``,
-    and safetensors files whose headers are whole and hold the layers the config counts.
+    """``path`` if it looks loadable: a readable config.json object with a ``model_type`` and
+    sizes a model can have, a tokenizer file, and safetensors files whose headers are whole
+    and hold the layers the config counts.
 
     Read before a loaded model is given up for this one (``check_model_spec``): headers and
     the config are small, the weights are not read. What only loading shows (a tensor of the
@@ -273,6 +315,12 @@ def _checked_mlx_dir(path: Path) -> Path:
             f"{path} stores {integer[0]} as {dtypes[integer[0]]} with no quantization scales "
             f"beside it ({len(integer)} such weight{'s' if len(integer) > 1 else ''}): a model "
             "runs on float or quantized weights; re-convert or re-download it.")
+    _check_sizes(config, path)
+    if not any(next(path.glob(pattern), None) for pattern in _TOKENIZER_FILES):
+        # transformers would build an empty tokenizer from config.json alone (one token, no
+        # error), and the model would load and answer in gibberish.
+        raise ModelStoreError(f"{path} has no tokenizer (no tokenizer.json, tokenizer.model or "
+                              "vocab.json): copy the model's tokenizer files into it or re-download it.")
     layers = config.get("num_hidden_layers")
     if layers is not None and (not isinstance(layers, int) or isinstance(layers, bool) or layers < 1):
         raise ModelStoreError(f"{path}/config.json says num_hidden_layers is {layers!r}; a model "
@@ -287,6 +335,31 @@ def _checked_mlx_dir(path: Path) -> Path:
 
 
 _MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit on a header
+
+# What transformers builds a tokenizer from: tokenizers' JSON, a sentencepiece or tiktoken
+# model, a BPE or WordPiece vocabulary, or the model's own tokenizer code.
+_TOKENIZER_FILES = ("tokenizer.json", "*.model", "vocab.*", "merges.txt", "*.tiktoken", "*tokeniz*.py")
+
+# Sizes mlx-lm builds layers from; mlx takes each as a 32-bit integer.
+_SIZES = ("vocab_size", "hidden_size", "intermediate_size", "num_attention_heads",
+          "num_key_value_heads", "head_dim")
+_MAX_SIZE = 2**31 - 1
+
+
+def _check_sizes(config: dict, path: Path) -> None:
+    """Refuse a size no model has (``vocab_size: -1``, ``hidden_size: 0``, ``"64"``) before
+    mlx-lm builds layers from it and fails with an ``AssertionError`` or a division by zero."""
+    text = config.get("text_config")
+    for where, settings in (("", config), ("text_config.", text if isinstance(text, dict) else {})):
+        for key in _SIZES:
+            value = settings.get(key)
+            if value is None or isinstance(value, (float, list, dict)):  # a loader's to judge
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_SIZE:
+                raise ModelStoreError(f"{path}/config.json says {where}{key} is {value!r}; a size is "
+                                      f"a whole number from 1 to {_MAX_SIZE:,}: fix or re-download "
+                                      "the model.")
+
 
 _LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.")
 
@@ -456,7 +529,7 @@ def _matching(spec: str, entries: list[StoreEntry]) -> StoreEntry | None:
         for stored in entry.paths:
             if spec in (str(stored.path), stored.path.name):
                 return StoreEntry(stored.path.name, (stored,))
-    source = Path(spec).expanduser()
+    source = _user_path(spec)
     if spec.lower().endswith(".gguf") and source.is_file():
         # The store names imports by the file's content hash: the same key resolve_model uses.
         name = f"{source.stem}-{_file_digest(source, progress=False)[:12]}"
