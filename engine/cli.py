@@ -124,21 +124,9 @@ def _serve(args: argparse.Namespace) -> None:
 def _check_listenable(host: str, port: int) -> None:
     """Bind the address and let it go at once: the listener binds only after the model has
     loaded, and a port in use or an address not of this machine should not wait for that."""
-    import errno
-    import socket
+    from .serving._listener import bind
 
-    from tornado.netutil import bind_sockets
-
-    try:
-        sockets = bind_sockets(port, host)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-            raise EngineError(f"Cannot listen on {host} ({reason}): give --host an address of "
-                              "this machine, e.g. 127.0.0.1.") from None
-        raise EngineError(f"Cannot listen on {host}:{port} ({reason}); pick another port with "
-                          "--port.") from None
-    for sock in sockets:
+    for sock in bind(host, port):
         sock.close()
 
 

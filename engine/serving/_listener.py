@@ -12,6 +12,7 @@ notebook's. Safe by default: loopback, a bearer token (generated unless given), 
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import json
 import logging
@@ -33,7 +34,7 @@ from ._handlers import (
     _error_object,
 )
 
-__all__ = ["Listener", "DEFAULT_PORT", "MAX_BODY_BYTES"]
+__all__ = ["Listener", "DEFAULT_PORT", "MAX_BODY_BYTES", "bind"]
 
 DEFAULT_PORT = 8080
 """``mlx_lm.server``'s default port."""
@@ -48,6 +49,20 @@ _HEADER_TIMEOUT_S = 30.0
 _BACKLOG = 1024
 # Connections the kernel queues before accepting: mlx_lm.server's standard-library server
 # listens with a backlog of 5 and resets clients beyond it under a burst.
+
+
+
+def bind(host: str, port: int) -> list:
+    """The listening sockets for ``host:port``; what stands in the way, as one sentence."""
+    try:
+        return bind_sockets(port, host, backlog=_BACKLOG)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+            raise EngineError(f"Cannot listen on {host} ({reason}): give --host an address of "
+                              "this machine, e.g. 127.0.0.1.") from None
+        raise EngineError(f"Cannot listen on {host}:{port} ({reason}); pick another port with "
+                          "--port.") from None
 
 
 class Listener:
@@ -100,11 +115,7 @@ class Listener:
         """Bind (errors such as a port in use raise here) and serve on a new thread."""
         if self._thread is not None:
             raise EngineError("This listener is already serving; stop it first.")
-        try:
-            sockets = bind_sockets(self.port, self.host, backlog=_BACKLOG)
-        except OSError as exc:
-            raise EngineError(f"Cannot listen on {self.host}:{self.port} ({exc.strerror or exc}); "
-                              "pick another port with --port.") from None
+        sockets = bind(self.host, self.port)
         self.port = sockets[0].getsockname()[1]
         ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, args=(sockets, ready),

@@ -92,3 +92,14 @@ def test_a_demo_cut_short_while_reasoning_shows_its_reasoning(tiny_reasoner_path
                      "--prompt", "What is 17 + 25?"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "> What is 17 + 25?" and out[1].startswith("(reasoning) ") and out[1] != "(reasoning) "
+
+
+def test_a_listener_started_from_python_on_a_foreign_host_says_so():
+    from mlx_notebook.engine import EngineError
+    from mlx_notebook.engine.serving import Listener
+
+    listener = Listener(None, host="192.0.2.1", port=0, token="t0ken")
+    with pytest.raises(EngineError) as caught:
+        listener.start()
+    assert str(caught.value) == ("Cannot listen on 192.0.2.1 (Cannot assign requested address): "
+                                 "give --host an address of this machine, e.g. 127.0.0.1.")
