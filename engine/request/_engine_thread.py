@@ -88,8 +88,17 @@ def _load_errors(what: str, path: Path, adapter: str | None = None) -> Iterator[
         adapted = f" with the adapter at {adapter}" if adapter else ""
         remedy = ("this mlx-lm cannot run that architecture: upgrade mlx-lm"
                   if "not supported" in str(exc) else "fix or re-download it")
+        if remedy.startswith("fix") and _in_model_store(path):  # built here: nothing to fix by hand
+            remedy = (f"it was built into the model store: remove it (mlx-notebook models "
+                      f"--remove {path.name}) and load it again to rebuild it")
         raise ModelStoreError(f"Cannot load {what} at {path}{adapted} ({reason.rstrip('.')}); "
                               f"{remedy}.") from exc
+
+
+def _in_model_store(path: Path) -> bool:
+    from ..models._store import cache_dir
+
+    return Path(path).resolve().parent == (cache_dir() / "models").resolve()
 
 
 def _load_draft(config: EngineConfig, model, tokenizer):

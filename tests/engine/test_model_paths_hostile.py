@@ -82,3 +82,18 @@ def test_a_store_entry_damaged_after_it_was_built_is_rebuilt(tmp_path, monkeypat
     assert resolve_model("tiny-reasoner", progress=False) == entry
     assert _checked_mlx_dir(entry) == entry
     assert sorted(p.name for p in entry.parent.iterdir()) == [entry.name]  # nothing half-built
+
+
+def test_a_store_entry_that_fails_to_load_says_how_to_rebuild_it(tmp_path, monkeypatch,
+                                                                   tiny_reasoner_path):
+    from mlx_notebook.engine import Engine
+
+    monkeypatch.setenv("MLX_NOTEBOOK_CACHE", str(tmp_path))
+    entry = tmp_path / "models" / "tiny-copy"
+    shutil.copytree(tiny_reasoner_path, entry)
+    (entry / "tokenizer.json").write_text('{"model": ')  # cut short after it was built
+    with pytest.raises(EngineError) as caught:
+        Engine(str(entry), progress=False)
+    assert str(caught.value).endswith(
+        "it was built into the model store: remove it (mlx-notebook models --remove "
+        "tiny-copy) and load it again to rebuild it.")
