@@ -4,6 +4,7 @@ and ``serve`` (the engine over HTTP)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -209,6 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C while a model loads or a demo answers
         print(f"mlx-notebook {args.command}: interrupted.", file=sys.stderr)
         return 130  # what a shell reports for a command ended by SIGINT
+    except BrokenPipeError:  # `mlx-notebook models | head -1`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (no flush error at exit)
+        return 141  # what a shell reports for a command ended by SIGPIPE
+    except OSError as exc:  # a full disk, an output that cannot be written
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"mlx-notebook {args.command}: {exc.strerror or exc}{where}.", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -103,3 +103,13 @@ def test_a_listener_started_from_python_on_a_foreign_host_says_so():
         listener.start()
     assert str(caught.value) == ("Cannot listen on 192.0.2.1 (Cannot assign requested address): "
                                  "give --host an address of this machine, e.g. 127.0.0.1.")
+
+
+def test_output_cut_short_or_unwritable_is_no_traceback(tmp_path):
+    listing = [sys.executable, "-m", "mlx_notebook.engine.cli", "models"]
+    piped = subprocess.run(f"{' '.join(listing)} | head -c 0", shell=True, capture_output=True,
+                           text=True, timeout=60)
+    assert piped.stderr == ""  # (a BrokenPipeError traceback before)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(listing, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (1, "mlx-notebook models: No space left on device.\n")
