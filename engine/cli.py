@@ -131,13 +131,15 @@ def _check_listenable(host: str, port: int) -> None:
         sock.close()
 
 
-def _reply_length(text: str) -> int:
+def at_least_one(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (``--max-tokens 64``; the magics'
+    ``--tokens 3``, ``--max-rounds 2``)."""
     try:
         value = int(text)
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"give a whole number of tokens, at least 1, not {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
     return value
 
 
@@ -178,7 +180,7 @@ def _parser() -> argparse.ArgumentParser:
                                help="load a model and print its greedy reply to a question")
     demo.add_argument("spec", nargs="?", default=DEFAULT_MODEL, help="model spec (default: the default model)")
     demo.add_argument("--prompt", default=DEMO_PROMPT, help="the question to ask (default: %(default)r)")
-    demo.add_argument("--max-tokens", type=_reply_length, default=64, help="reply length limit (default: %(default)s)")
+    demo.add_argument("--max-tokens", type=at_least_one, default=64, help="reply length limit (default: %(default)s)")
     demo.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
     demo.set_defaults(run=_demo)
 

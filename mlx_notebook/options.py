@@ -19,6 +19,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, argument_group
 
 from mlx_notebook.engine import EngineConfig, EngineRequestError, admit
+from mlx_notebook.engine.cli import at_least_one
 
 from ._upstream import option_destinations
 
@@ -119,17 +120,6 @@ def parse_logit_bias(text: str) -> dict[str, float]:
         raise argparse.ArgumentTypeError(
             f"'{text}' is not a logit bias; write TOKEN_ID=BIAS pairs like 1234=-100,42=5"
         ) from None
-
-
-def at_least_one(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (``--tokens 3``, ``--max-rounds 2``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
-    return value
 
 
 def sampling_arguments(func: Callable) -> Callable:

@@ -32,7 +32,7 @@ def test_a_reply_length_below_one_is_refused_before_any_model_loads(capsys):
         cli_main(["demo", "--max-tokens", "0", "no-such-model"])
     assert exited.value.code == 2
     assert capsys.readouterr().err.strip().endswith(
-        "mlx-notebook demo: error: argument --max-tokens: give a whole number of tokens, at least 1, not '0'")
+        "mlx-notebook demo: error: argument --max-tokens: must be a whole number of at least 1, not '0'")
 
 
 def test_importing_a_folder_says_it_is_a_folder(tmp_path, capsys):
