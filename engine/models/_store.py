@@ -355,10 +355,11 @@ def _check_sizes(config: dict, path: Path) -> None:
             value = settings.get(key)
             if value is None or isinstance(value, (float, list, dict)):  # a loader's to judge
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_SIZE:
+            least = 0 if key == "intermediate_size" else 1  # 0: no dense MLP (some MoE configs)
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= _MAX_SIZE:
                 raise ModelStoreError(f"{path}/config.json says {where}{key} is {value!r}; a size is "
-                                      f"a whole number from 1 to {_MAX_SIZE:,}: fix or re-download "
-                                      "the model.")
+                                      f"a whole number from {least} to {_MAX_SIZE:,}: fix or "
+                                      "re-download the model.")
 
 
 _LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.")

@@ -217,8 +217,15 @@ def test_a_missing_shard_and_a_malformed_repo_id_are_named(broken):
 def test_a_size_no_model_has_is_refused_by_name(broken, key, value):
     config = json.loads((broken / "config.json").read_text())
     (broken / "config.json").write_text(json.dumps({**config, key: value}))
+    least = 0 if key == "intermediate_size" else 1
     assert refusal(broken) == (f"{broken}/config.json says {key} is {value!r}; a size is a whole "
-                               "number from 1 to 2,147,483,647: fix or re-download the model.")
+                               f"number from {least} to 2,147,483,647: fix or re-download the model.")
+
+
+def test_a_config_without_a_dense_mlp_is_not_refused(broken):
+    config = json.loads((broken / "config.json").read_text())
+    (broken / "config.json").write_text(json.dumps({**config, "intermediate_size": 0}))
+    assert check_model_spec(str(broken))[0] == "dir"
 
 
 def test_a_model_without_tokenizer_files_is_refused_not_given_an_empty_tokenizer(broken):
