@@ -53,6 +53,7 @@ _LAZY = {
     # Also keeps ``python -m mlx_notebook.engine.blas`` (which tests/run.sh runs) from finding
     # the module imported before it runs.
     "slow_blas_note": (".blas", "slow_blas_note"),
+    "at_least_one": (".cli", "at_least_one"),
 }
 
 __all__ = [
@@ -71,8 +72,8 @@ __all__ = [
     "RemoteEngine",
     # models and the machine
     "DEFAULT_MODEL", "cache_dir", "resolve_model", "slow_blas_note",
-    # the parser debugger, and numbers as people read them
-    "trace_text", "format_bytes", "format_fixed",
+    # the parser debugger, numbers as people read and type them
+    "trace_text", "format_bytes", "format_fixed", "at_least_one",
     # a recorded reply replayed as a parser test (mlx_notebook.testing)
     "Trace", "ParseEvent", "Family", "ToolMarker", "get_family",
 ]

@@ -18,8 +18,7 @@ from typing import Any, Callable
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, argument_group
 
-from mlx_notebook.engine import EngineConfig, EngineRequestError, admit
-from mlx_notebook.engine.cli import at_least_one
+from mlx_notebook.engine import EngineConfig, EngineRequestError, admit, at_least_one
 
 from ._upstream import option_destinations
 
