@@ -51,7 +51,6 @@ _BACKLOG = 1024
 # listens with a backlog of 5 and resets clients beyond it under a burst.
 
 
-
 def bind(host: str, port: int) -> list:
     """The listening sockets for ``host:port``; what stands in the way, as one sentence."""
     try:
