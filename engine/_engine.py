@@ -171,6 +171,11 @@ class Engine:
         return self._model_info
 
     @property
+    def vocab_size(self) -> int | None:
+        """The width of the model's logits: token ids run from 0 below it (None: unknown)."""
+        return self._limits.vocab_size
+
+    @property
     def tokenizer(self):
         """The mlx-lm TokenizerWrapper (read-only use)."""
         return self._thread.tokenizer

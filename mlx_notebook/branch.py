@@ -28,6 +28,10 @@ def _forced_id(engine: Any, turn: Turn, at: int, token: str | int) -> int:
     if isinstance(token, int) and not isinstance(token, bool):
         if token < 0:
             raise ValueError(f"token {token} is not a token id: ids start at 0.")
+        vocab = _vocabulary_size(engine)
+        if vocab is not None and token >= vocab:
+            raise ValueError(f"token {token} is not a token id of this model: its ids run from 0 "
+                             f"to {vocab - 1}.")
         return token
     if not isinstance(token, str) or not token:
         raise ValueError("token must be a token id or the token's text (e.g. ' Lyon').")
@@ -38,6 +42,12 @@ def _forced_id(engine: Any, turn: Turn, at: int, token: str | int) -> int:
         raise ValueError(f"{token!r} is {len(ids)} tokens, not one; pick one token, e.g. one "
                          f"of the alternatives at position {at}: {choices}.")
     return ids[0]
+
+
+def _vocabulary_size(engine: Any) -> int | None:
+    """The model's vocabulary size (the width of its logits), where the engine knows it (a
+    remote one does not)."""
+    return getattr(engine, "vocab_size", None)
 
 
 def branch_body(engine: Any, turn: Turn, at: int, token: str | int,
@@ -53,6 +63,11 @@ def branch_body(engine: Any, turn: Turn, at: int, token: str | int,
         raise ValueError(f"at must be a token position from 0 to {len(turn.logprobs) - 1}.")
     if "messages" not in turn.request:
         raise ValueError("Branching works on %%chat turns (a chat prompt to resume).")
+    # Checked here, before the branch's note shows: the engine would name a --flag.
+    if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool)
+                                   or max_tokens < 1):
+        raise ValueError(f"max_tokens must be a whole number of tokens, at least 1, not "
+                         f"{max_tokens!r}.")
     forced = _forced_id(engine, turn, at, token)
     prompt_ids = list(engine.inspect(turn.request).token_ids)
     generated = [t["token_id"] for t in turn.logprobs]

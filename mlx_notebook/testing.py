@@ -25,6 +25,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,9 @@ class Fixture:
         return out
 
     def save(self, path: str | Path) -> Path:
+        if not isinstance(path, (str, PathLike)):
+            raise TypeError(f"to_fixture(path): path must be a file path (a str or a Path), not "
+                            f"{type(path).__name__}.")
         path = Path(path).expanduser()
         if not str(path).strip() or path.is_dir():
             raise ValueError(f"to_fixture({str(path)!r}): give a file path to write, e.g. "

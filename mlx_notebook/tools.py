@@ -90,6 +90,9 @@ _registry: dict[str, Tool] = {}
 def make_tool(function: Callable[..., Any], *, name: str | None = None,
               description: str | None = None) -> Tool:
     """Describe ``function`` as a tool; raise ToolError when a hint has no JSON form."""
+    for argument, value in (("name", name), ("description", description)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"tool({argument}=...) must be a string, not {type(value).__name__}.")
     if not callable(function):
         raise ToolError(f"{name or function!r} is not a function, so it cannot be a tool.")
     if inspect.isclass(function):  # calling it would build an object, not answer the model
@@ -553,11 +556,17 @@ def registered_tools() -> dict[str, Tool]:
     return dict(_registry)
 
 
-def unregister_tools(names: list[str] | None) -> list[str]:
-    """Stop offering ``names`` (every registered tool when None); return the names removed.
+def unregister_tools(names: str | list[str] | None) -> list[str]:
+    """Stop offering ``names`` (one name, or every registered tool when None); return the
+    names removed.
 
     Raises ToolError, removing nothing, when a name is not registered.
     """
+    if isinstance(names, str):  # one name, not its letters
+        names = [names]
+    elif names is not None and not isinstance(names, (list, tuple, set, frozenset, dict)):
+        raise TypeError(f"unregister_tools(names) takes a list of tool names or None, not "
+                        f"{type(names).__name__}.")
     names = list(_registry) if names is None else list(dict.fromkeys(names))
     unknown = [name for name in names if name not in _registry]
     if unknown:
@@ -650,6 +659,8 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
         result = function(*positional, **keywords)
         if inspect.isawaitable(result):  # an ``async def`` tool
             result = _run_to_completion(result)
+        if inspect.isgenerator(result):  # a tool written with ``yield``: the model reads its items
+            result = _drained(result, name)
     # The model sees the failure; the notebook keeps running, also through a tool's
     # sys.exit() or an awaited task's cancellation. A KeyboardInterrupt is the user's and
     # still stops the cell.
@@ -661,6 +672,22 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
         result = (f"{escaped}\n[{name} returned text that is not valid Unicode (a lone "
                   "surrogate); it is shown as \\u escapes]")
     return result, None
+
+
+_MOST_ITEMS = 1000
+"""The most items a generator tool's result holds: one that never ends must not hang the cell."""
+
+
+def _drained(generator: Any, name: str) -> list:
+    """A generator's items, up to ``_MOST_ITEMS``; past that it is closed and the result says so."""
+    items = []
+    for item in generator:
+        if len(items) == _MOST_ITEMS:
+            generator.close()
+            items.append(f"[{name} yielded more than {_MOST_ITEMS} items; the rest were not read]")
+            break
+        items.append(item)
+    return items
 
 
 def _failure(exc: BaseException) -> str:

@@ -277,6 +277,8 @@ class Turn:
         """
         from .testing import turn_fixture
 
+        if not isinstance(note, str):
+            raise TypeError(f"to_fixture(note=...) must be a string, not {type(note).__name__}.")
         return turn_fixture(self, note).save(path)
 
     def metadata(self) -> dict:
