@@ -128,6 +128,8 @@ class ToolCallRecord(_FieldMapping):
         ``repr``; a record shows each part it can)."""
         if self.result is None or isinstance(self.result, (str, bool, int, float)):
             return self.result
+        if (text := _utf8(self.result)) is not None:
+            return text
         try:
             return json.loads(self.message_content())
         except ValueError:  # its repr, which the model read
@@ -139,6 +141,8 @@ class ToolCallRecord(_FieldMapping):
             return f"Error: {self.error}"
         if isinstance(self.result, str):
             return self.result
+        if (text := _utf8(self.result)) is not None:  # a command's output, say: its text
+            return text
         try:
             return json.dumps(self.result, default=_as_json)
         except TypeError:  # a key json cannot write (a date): keys as text, then once more
@@ -158,9 +162,20 @@ def result_repr(result: Any) -> str:
         return f"<{type(result).__name__} that cannot be shown as text>"
 
 
+def _utf8(value: Any) -> str | None:
+    """Bytes as the text they hold; None for anything else (or bytes that are no UTF-8)."""
+    if not isinstance(value, (bytes, bytearray)):
+        return None
+    try:
+        return bytes(value).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def _as_json(value: Any) -> Any:
     """What ``json.dumps`` cannot write, in the form a tool's arguments take: a record as its
-    fields, a date as ISO text, an Enum as its value, a NumPy value as Python's; TypeError
+    fields, a date as ISO text, an Enum as its value, a NumPy value as Python's, UTF-8 bytes
+    as their text; TypeError
     for anything else (the result is then shown as its ``repr``)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in fields(value)}
@@ -172,6 +187,8 @@ def _as_json(value: Any) -> Any:
         return value.value
     if isinstance(value, (uuid.UUID, pathlib.PurePath, decimal.Decimal)):
         return str(value)
+    if (text := _utf8(value)) is not None:
+        return text
     if isinstance(value, (set, frozenset)):
         try:  # in order: a set's own order changes from run to run
             return sorted(value)

@@ -638,6 +638,12 @@ def test_records_dates_and_numpy_values_a_tool_returns_reach_the_model_as_json()
     assert read({"mean": np.float32(1.5), "counts": np.arange(3)}) == (
         '{"mean": 1.5, "counts": [0, 1, 2]}')
     assert read(object).startswith("<class")  # no JSON form: its repr
+    # A command's output is text to the model, not "b'...'"; bytes that are no UTF-8 stay a repr
+    assert read(b"total 0\n") == "total 0\n"
+    assert ToolCallRecord("c", "f", {}, b"total 0\n").read_result() == "total 0\n"
+    assert read({"out": bytearray(b"ok")}) == '{"out": "ok"}'
+    assert read({"out": bytearray(b"ok"), "raw": b"\xff"}) == (
+        "{'out': bytearray(b'ok'), 'raw': b'\\xff'}")
 
 
 def test_a_partials_setting_and_a_value_no_union_member_takes_are_refused():
