@@ -175,8 +175,7 @@ def _utf8(value: Any) -> str | None:
 def _as_json(value: Any) -> Any:
     """What ``json.dumps`` cannot write, in the form a tool's arguments take: a record as its
     fields, a date as ISO text, an Enum as its value, a NumPy value as Python's, UTF-8 bytes
-    as their text; TypeError
-    for anything else (the result is then shown as its ``repr``)."""
+    as their text; TypeError for anything else (the result is then shown as its ``repr``)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in fields(value)}
     if callable(getattr(value, "model_dump", None)) and not isinstance(value, type):

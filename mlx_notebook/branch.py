@@ -28,7 +28,7 @@ def _forced_id(engine: Any, turn: Turn, at: int, token: str | int) -> int:
     if isinstance(token, int) and not isinstance(token, bool):
         if token < 0:
             raise ValueError(f"token {token} is not a token id: ids start at 0.")
-        vocab = _vocabulary_size(engine)
+        vocab = getattr(engine, "vocab_size", None)  # (a remote engine does not know it)
         if vocab is not None and token >= vocab:
             raise ValueError(f"token {token} is not a token id of this model: its ids run from 0 "
                              f"to {vocab - 1}.")
@@ -42,12 +42,6 @@ def _forced_id(engine: Any, turn: Turn, at: int, token: str | int) -> int:
         raise ValueError(f"{token!r} is {len(ids)} tokens, not one; pick one token, e.g. one "
                          f"of the alternatives at position {at}: {choices}.")
     return ids[0]
-
-
-def _vocabulary_size(engine: Any) -> int | None:
-    """The model's vocabulary size (the width of its logits), where the engine knows it (a
-    remote one does not)."""
-    return getattr(engine, "vocab_size", None)
 
 
 def branch_body(engine: Any, turn: Turn, at: int, token: str | int,
