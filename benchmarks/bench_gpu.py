@@ -399,7 +399,10 @@ def profile(engine: Engine, n: int, tokens: int) -> dict:
 
 
 def bench_model(path: Path, args) -> dict:
-    row: dict = {}
+    # what earlier shapes left on the device, for a shape slower after another than alone
+    row: dict = {"memory_at_start_mb": {"active": mx.get_active_memory() >> 20,
+                                        "cache": mx.get_cache_memory() >> 20}}
+    print(f"  memory at start {row['memory_at_start_mb']}", flush=True)
     with Engine(str(path), dtype="keep", progress=False,
                 fused_first_token=args.fused_first_token) as engine:
         row["single"] = single_stream(engine, args.tokens, args.rounds)

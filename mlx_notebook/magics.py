@@ -34,6 +34,7 @@ from .options import (
     parse_bytes,
     read_template,
     sampling_arguments,
+    seconds,
     set_options,
     split_line,
     tool_names,
@@ -236,6 +237,9 @@ class MlxMagics(Magics):
     @argument("--family", default=None, metavar="F",
               help="The parser family that splits reasoning and tool calls when the server "
                    "sends raw text, e.g. qwen3 (default: guessed from the model name).")
+    @argument("--timeout", type=seconds, default=None, metavar="SECONDS",
+              help="How long to wait for the server to answer or to send the next part of a "
+                   "reply before giving up (default: 120).")
     @line_magic
     def load_model(self, line: str = ""):
         """Start (or replace) the kernel-resident engine with a model and print what it is."""
@@ -244,7 +248,8 @@ class MlxMagics(Magics):
         if args.remote is not None:
             return self._load_remote(args)
         remote_only = [flag for flag, value in (("--api-key", args.api_key), ("--model", args.model),
-                                                ("--family", args.family)) if value is not None]
+                                                ("--family", args.family),
+                                                ("--timeout", args.timeout)) if value is not None]
         if remote_only:
             raise UsageError(f"%load_model: {' and '.join(remote_only)} "
                              f"{'is' if len(remote_only) == 1 else 'are'} only for --remote URL "
@@ -303,7 +308,8 @@ class MlxMagics(Magics):
 
         with as_usage_errors("%load_model"):  # connected first: a wrong URL keeps the engine
             engine = RemoteEngine(args.remote, api_key=args.api_key, model=args.model,
-                                  family=args.family)
+                                  family=args.family, **({} if args.timeout is None
+                                                         else {"timeout": args.timeout}))
         if args.name is not None:
             self._close_named(args.name)
             self.named_engines[args.name] = engine

@@ -72,6 +72,17 @@ def parse_bytes(text: str) -> int:
     return int(number * base**power)
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds (``--timeout 600``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text!r}")
+    return value
+
+
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
 
 

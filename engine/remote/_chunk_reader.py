@@ -103,7 +103,8 @@ class ChunkReader:
         out: list[EngineEvent] = []
         # One field only: a server in transition between the two names may fill both.
         reasoning = next((delta[name] for name in _REASONING_FIELDS
-                          if isinstance(delta.get(name), str) and delta[name]), None)
+                          if isinstance(delta.get(name), str) and delta[name]), None) \
+            or _thinking(delta.get("content"))
         if reasoning:
             if not self.server_splits_reasoning:
                 self.server_splits_reasoning = True
@@ -265,6 +266,17 @@ def _text(content: Any) -> str:
     kind = ("an object" if isinstance(content, dict) else
             "true or false" if isinstance(content, bool) else "a number")
     raise UnexpectedShape(f"its content is {kind} ({json.dumps(content)[:40]}), not text")
+
+
+def _thinking(content: Any) -> str:
+    """The reasoning in a delta's content parts: Mistral's reasoning models stream it as
+    ``{"type": "thinking", "thinking": [{"type": "text", "text": ...}]}`` beside the text."""
+    if not isinstance(content, list):
+        return ""
+    parts = [part.get("thinking") for part in content
+             if isinstance(part, dict) and part.get("type") == "thinking"]
+    return "".join(p if isinstance(p, str) else _text(p) if isinstance(p, list) else ""
+                   for p in parts)
 
 
 def _call_id() -> str:

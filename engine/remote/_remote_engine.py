@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import queue
 import re
 import socket
@@ -46,6 +47,9 @@ _log = logging.getLogger("mlx_notebook.engine")
 _END = object()
 _DONE = object()  # the server said the reply is over ([DONE])
 _POLL_SECONDS = 0.05  # how often a reader waiting on the server re-checks Stop
+# After a finish reason the server still owes the usage chunk and [DONE], sent at once by every
+# server we know; one that holds the connection open longer has sent the whole reply.
+_AFTER_FINISH_SECONDS = 3.0
 _SSE_FIELD = re.compile(r"(event|id|retry)(:|$)")  # the fields an event may carry beside data
 _NOT_JSON = (ValueError, RecursionError)  # (a hostile "[[[[..." fails json.loads with the latter)
 
@@ -81,6 +85,10 @@ class RemoteEngine:
                  family: str | None = None, timeout: float = 120.0):
         """Connect, check the key and pick the model (``model``, or the one the server
         lists); raises ``EngineError`` with one sentence when any of that fails."""
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise TypeError(f"timeout must be a number of seconds, not {timeout!r}")
+        if not 0 < timeout < math.inf:
+            raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}")
         self.url, params = _api_root(url)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = timeout
@@ -408,6 +416,7 @@ class RemoteHandle:
             self._started_sent = True
             yield Started(self.id, prompt_tokens=0, cached_tokens=0)
         cancelled = ended = False
+        last_item = time.perf_counter()
         while True:
             try:
                 item = self._queue.get(timeout=_POLL_SECONDS)
@@ -415,7 +424,13 @@ class RemoteHandle:
                 if self._cancel.is_set():
                     cancelled = True
                     break
+                if reader.finish_reason and \
+                        time.perf_counter() - last_item > _AFTER_FINISH_SECONDS:
+                    ended = True
+                    self.cancel()  # closes the connection the server left open
+                    break
                 continue
+            last_item = time.perf_counter()
             if item is _DONE:
                 ended = True
                 continue

@@ -35,6 +35,7 @@ def _magics(shell):
     ("--api-key k --model m", "%load_model: --api-key and --model are only for --remote URL (a "
                               "server's model); a local model is the spec, e.g. %load_model "
                               "tiny-reasoner."),
+    ("{tiny} --timeout 5", "%load_model: --timeout is only for --remote URL (a server's model)"),
     # Default sampling is checked before the loaded model is given up (it was unloaded first).
     ("{tiny} --temp -1", "%load_model: --temperature must be at least 0, got -1.0."),
     ("{tiny} --top-k -3", "%load_model: --top-k must be at least 0, got -3."),

@@ -15,7 +15,8 @@ import time
 import pytest
 
 from mlx_notebook.engine import (
-    ContentDelta, EngineError, Error, Finished, ParseProblem, RemoteEngine, ToolCall, Usage,
+    ContentDelta, EngineError, Error, Finished, ParseProblem, ReasoningDelta, RemoteEngine, ToolCall,
+    Usage,
 )
 
 BODY = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 20}
@@ -146,6 +147,15 @@ def test_content_parts_and_a_null_choice_index_are_kept(serve):
     assert text(events) == "Parts."
 
 
+def test_mistral_thinking_parts_are_reasoning(serve):
+    thinking = {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Two "},
+                                                               {"type": "text", "text": "apples."}]}]}
+    answer = {"content": [{"type": "thinking", "thinking": "Sum."}, {"type": "text", "text": "2"}]}
+    events = reply(serve(http(body=sse(chunk(thinking), chunk(answer), chunk({}, "stop")))))
+    assert "".join(e.text for e in events if type(e) is ReasoningDelta) == "Two apples.Sum."
+    assert (text(events), end(events)) == ("2", "stop")
+
+
 def test_content_that_is_a_number_fails_in_a_sentence(serve):
     server = serve(http(body=sse(chunk({"content": "A"}), chunk({"content": 42}, "stop"))))
     events = reply(server)
@@ -247,6 +257,16 @@ def test_an_error_chunk_closes_a_connection_the_server_holds_open(serve):
                                  done=False)))
     with RemoteEngine(server.url, timeout=5) as engine:  # (closing the engine would close it)
         assert end(list(engine.submit(BODY).events())) == f"The server at {server.url}: overloaded."
+        assert server.closed_by_client.wait(3)
+
+
+def test_a_finished_reply_on_a_connection_held_open_ends_as_finished(serve):
+    server = serve(held_open(sse(chunk({"content": "Done."}, "length"), done=False)))
+    with RemoteEngine(server.url, timeout=30) as engine:
+        started = time.monotonic()
+        events = list(engine.submit(BODY).events())
+        assert (text(events), end(events)) == ("Done.", "length")
+        assert time.monotonic() - started < 10  # not the 30 s read timeout
         assert server.closed_by_client.wait(3)
 
 
