@@ -104,8 +104,9 @@ def _header(record: dict) -> str:
     status = status_label(record)
     return (
         f'<div class="mlxnb-header" style="{_MUTED}">'
-        f'<span class="mlxnb-model" title="{html.escape(model)}">{html.escape(short)}</span>'
-        f'<span class="mlxnb-session">session {html.escape(record["session"])}</span>'
+        # <bdi>: a name with right-to-left marks must not reorder the rest of the line
+        f'<span class="mlxnb-model" title="{html.escape(model)}"><bdi>{html.escape(short)}</bdi></span>'
+        f'<span class="mlxnb-session">session <bdi>{html.escape(record["session"])}</bdi></span>'
         '<span class="mlxnb-spacer"></span>'
         f'<span class="mlxnb-status mlxnb-status-{html.escape(status)}">{html.escape(status)}</span>'
         "</div>"

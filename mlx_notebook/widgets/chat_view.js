@@ -124,12 +124,16 @@ function render({ model, el: host }) {
   const root = el("div", "mlxnb-turn mlxnb-live");
   const header = el("div", "mlxnb-header");
   const modelName = model.get("model");
-  const name = el("span", "mlxnb-model", modelName.replace(/\/+$/, "").split("/").pop() || modelName);
+  // <bdi>: a name with right-to-left marks must not reorder the rest of the header
+  const name = el("span", "mlxnb-model");
+  name.append(el("bdi", "", modelName.replace(/\/+$/, "").split("/").pop() || modelName));
   name.title = modelName;
+  const session = el("span", "mlxnb-session", "session ");
+  session.append(el("bdi", "", model.get("session")));
   const status = el("span", "mlxnb-status");
   const stop = el("button", "mlxnb-stop", "■ Stop");
   stop.title = "Stop generating (cancels the request on the engine)";
-  header.append(name, el("span", "mlxnb-session", `session ${model.get("session")}`),
+  header.append(name, session,
     el("span", "mlxnb-spacer"), status, stop);
   const notices = el("div", "mlxnb-notices");
   const progress = el("div", "mlxnb-progress");

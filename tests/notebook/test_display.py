@@ -538,3 +538,12 @@ def test_a_token_holding_a_lone_surrogate_can_still_be_sent():
     shown = token_view_html([lone])
     json_packer(shown)  # raised UnicodeEncodeError: the cell's output was lost
     assert "\\ud83d" in shown and "\\ude00" in shown
+
+
+def test_names_with_right_to_left_marks_stay_inside_their_place_in_the_header():
+    """A model or session name with a right-to-left override would otherwise reorder the
+    status after it on the header line."""
+    rlo = "\u202eevil"
+    html = turn_mimebundle(make_turn(model=f"/m/{rlo}", session=rlo))[0]["text/html"]
+    assert f'<span class="mlxnb-model" title="/m/{rlo}"><bdi>{rlo}</bdi></span>' in html
+    assert f'<span class="mlxnb-session">session <bdi>{rlo}</bdi></span>' in html
