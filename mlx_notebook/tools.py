@@ -468,6 +468,10 @@ def _schema(hint: Any, enclosing: tuple[type, ...] = ()) -> dict:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Annotated:
         return _schema(args[0], enclosing)
+    if isinstance(hint, (typing.ForwardRef, str)):
+        return {}  # a recursive alias's name (JSON = dict[str, "JSON"] | ...): any value
+    if (value := _alias_value(hint)) is not None:  # type JSON = dict[str, JSON] | ...
+        return {} if hint in enclosing else _schema(value, (*enclosing, hint))
     if not _ours(hint):
         return json_schema_of_hint(hint)
     if isinstance(hint, type):
@@ -523,6 +527,8 @@ def _ours(hint: Any) -> bool:
     if isinstance(hint, type):
         return (_record_fields(hint) is not None or _is_root_model(hint)
                 or issubclass(hint, _TEXT_TYPES) or issubclass(hint, decimal.Decimal))
+    if isinstance(hint, (typing.ForwardRef, str)) or _alias_value(hint) is not None:
+        return True
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (set, frozenset) or origin is tuple and args[-1:] == (...,):
         return True  # (transformers refuses the ``...`` and has no form for a set)
@@ -530,6 +536,15 @@ def _ours(hint: Any) -> bool:
 
 
 _TEXT_TYPES = (datetime.date, datetime.time, uuid.UUID, pathlib.PurePath)
+
+
+def _alias_value(hint: Any) -> Any:
+    """What a ``type`` statement's alias (or typing_extensions' ``TypeAliasType``) stands
+    for, or None for any other hint."""
+    if type(hint).__name__ != "TypeAliasType":
+        return None
+    value = getattr(hint, "__value__", None)
+    return typing.ForwardRef(value) if isinstance(value, str) else value
 
 
 def _hint_name(hint: Any) -> str:
@@ -773,6 +788,8 @@ _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 def _coerce(value: Any, hint: Any, key: str) -> Any:
+    if (aliased := _alias_value(hint)) is not None:
+        return _coerce(value, aliased, key)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Union or isinstance(hint, types.UnionType):
         options = [a for a in args if a is not type(None)]
@@ -995,8 +1012,10 @@ def _same(value: Any, choice: Any) -> bool:
 def _fits(value: Any, hint: Any) -> bool:
     """Whether ``value`` is already of type ``hint`` (a list or dict item by item)."""
     origin = typing.get_origin(hint) or hint
-    if hint is Any:
+    if hint is Any or isinstance(hint, (typing.ForwardRef, str)):  # (see _schema)
         return True
+    if (aliased := _alias_value(hint)) is not None:
+        return _fits(value, aliased)
     if is_typeddict(hint):
         return False  # (no isinstance for a TypedDict: its items are checked when coerced)
     if origin is typing.Literal:

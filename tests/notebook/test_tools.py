@@ -145,6 +145,30 @@ def test_unconvertible_hint_is_a_clear_error():
     )
 
 
+JSON = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
+Name = typing_extensions.TypeAliasType("Name", str)
+Tree = typing_extensions.TypeAliasType("Tree", "dict[str, Tree] | int")
+
+
+def test_recursive_and_named_aliases_are_tools():
+    """A recursive alias (JSON as it is usually written) takes any value where it recurs;
+    a named alias (``type Name = str``) is what it stands for."""
+    def store(doc: JSON, tags: list[Name], tree: Tree) -> str:
+        """Store it."""
+        return repr((doc, tags, tree))
+
+    tool = make_tool(store)
+    properties = tool.schema()["function"]["parameters"]["properties"]
+    assert properties["tags"] == {"type": "array", "items": {"type": "string"}}
+    assert properties["tree"] == {}  # its value Python keeps as text: any value
+    assert {"type": "string"} in properties["doc"]["anyOf"]
+    doc = {"a": [1, {"b": None}], "c": "d"}
+    assert call_tool([tool], "store", {"doc": doc, "tags": ["x"], "tree": {"l": 1}}) == (
+        repr((doc, ["x"], {"l": 1})), None)
+    assert call_tool([tool], "store", {"doc": 1, "tags": ["x", 5], "tree": 1}) == (
+        None, "bad arguments for store: 'tags[1]' must be a string, got 5")
+
+
 def test_unresolvable_hint_is_a_clear_error():
     class Local:
         pass
