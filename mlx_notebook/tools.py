@@ -34,6 +34,7 @@ import json
 import math
 import pathlib
 import re
+import sys
 import threading
 import types
 import typing
@@ -846,7 +847,12 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         if hint is bool and text.lower() in ("true", "false"):
             return text.lower() == "true"
         if hint is int and _INTEGER.fullmatch(text):
-            return int(text)
+            try:
+                return int(text)
+            except ValueError:  # past Python's limit on the digits it reads from text
+                raise ValueError(f"'{key}' must be an integer of at most "
+                                 f"{sys.get_int_max_str_digits()} digits, got one of "
+                                 f"{len(text.lstrip('+-'))}") from None
         if hint is float and _NUMBER.fullmatch(text):
             return _checked(float(text), hint, key)  # ("1e999" is no number a tool can use)
         container = origin or hint

@@ -169,6 +169,16 @@ def test_recursive_and_named_aliases_are_tools():
         None, "bad arguments for store: 'tags[1]' must be a string, got 5")
 
 
+def test_an_integer_written_past_pythons_digit_limit_is_a_bad_argument():
+    def count(n: int) -> int:
+        """Count."""
+        return n
+
+    assert call_tool([make_tool(count)], "count", {"n": "9" * 5000}) == (
+        None, "bad arguments for count: 'n' must be an integer of at most 4300 digits, got one "
+              "of 5000")
+
+
 def test_unresolvable_hint_is_a_clear_error():
     class Local:
         pass
