@@ -22,6 +22,7 @@ import threading
 import time
 from typing import Any
 
+from tornado import httputil
 from tornado.httpserver import HTTPServer
 from tornado.ioloop import IOLoop
 from tornado.iostream import StreamClosedError
@@ -42,6 +43,8 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 """Largest request body accepted (413 above it)."""
 _log = logging.getLogger("mlx_notebook.engine.serving")
 _BODY_TIMEOUT_S = 120.0
+_MAX_HEADER_BYTES = 64 * 1024  # (tornado's own limit, past which it closes without a word)
+_READ_HEADER_BYTES = 1024 * 1024  # read this far to answer 431 rather than reset
 _HEADER_TIMEOUT_S = 30.0
 # A connection that has not sent a whole request head by then (an idle keep-alive, a
 # slow-loris) is closed; tornado's default is an hour. One that speaks TLS is answered at once
@@ -130,7 +133,7 @@ class Listener:
         self.deliveries = Deliveries(loop)
         # A client that stops sending its body mid-way is dropped after _BODY_TIMEOUT_S.
         server = _CappedServer(self._application(), max_body_size=self.max_body_bytes,
-                               body_timeout=_BODY_TIMEOUT_S,
+                               body_timeout=_BODY_TIMEOUT_S, max_header_size=_READ_HEADER_BYTES,
                                idle_connection_timeout=_HEADER_TIMEOUT_S)
         server.add_sockets(sockets)
         self._server = server
@@ -237,6 +240,9 @@ class _CappedServer(HTTPServer):
         else:
             super().handle_stream(stream, address)
 
+    def start_request(self, server_conn, request_conn) -> httputil.HTTPMessageDelegate:
+        return _HeadersCapped(super().start_request(server_conn, request_conn), request_conn)
+
     @property
     def connections(self) -> int:
         """Open client connections, served or awaiting their first byte."""
@@ -246,6 +252,46 @@ class _CappedServer(HTTPServer):
         for stream in list(self._opening):
             stream.close()
         await super().close_all_connections()
+
+
+class _HeadersCapped(httputil.HTTPMessageDelegate):
+    """Answers 431 to a request whose headers pass ``_MAX_HEADER_BYTES`` (a browser's pile of
+    localhost cookies, say) instead of handing it on; tornado, at its own limit, closes the
+    connection and the client sees only "server disconnected"."""
+
+    def __init__(self, delegate: httputil.HTTPMessageDelegate, connection) -> None:
+        self.delegate, self.connection, self.refused = delegate, connection, False
+
+    def headers_received(self, start_line, headers):
+        size = sum(len(name) + len(value) + 4 for name, value in headers.get_all())
+        if size <= _MAX_HEADER_BYTES:
+            return self.delegate.headers_received(start_line, headers)
+        self.refused = True
+        return self._refuse(size)
+
+    async def _refuse(self, size: int) -> None:
+        body = json.dumps(_error_object(EngineRequestError(
+            f"The request's headers are {size} bytes, over the listener's limit of "
+            f"{_MAX_HEADER_BYTES}; send fewer or shorter headers (cookies, say)."))).encode()
+        try:
+            await self.connection.write_headers(
+                httputil.ResponseStartLine("HTTP/1.1", 431, "Request Header Fields Too Large"),
+                httputil.HTTPHeaders({"Content-Type": "application/json", "Connection": "close",
+                                      "Content-Length": str(len(body))}), body)
+        except StreamClosedError:
+            pass
+        self.connection.close()
+
+    def data_received(self, chunk: bytes):
+        return None if self.refused else self.delegate.data_received(chunk)
+
+    def finish(self) -> None:
+        if not self.refused:
+            self.delegate.finish()
+
+    def on_connection_close(self) -> None:
+        if not self.refused:
+            self.delegate.on_connection_close()
 
 
 _TLS_HANDSHAKE = b"\x16"  # a TLS record's first byte: content type 22, handshake

@@ -419,6 +419,21 @@ def test_a_connection_that_never_sends_its_request_is_closed(tiny_engine, monkey
                 assert time.monotonic() - started < 10
 
 
+def test_headers_past_the_limit_are_answered_431_and_the_next_request_is_served(tiny_engine):
+    """A client with 70 kB of cookies gets a sentence naming the headers, not a connection
+    closed without a word (tornado's own answer past its 64 kB)."""
+    with Listener(tiny_engine, port=0) as listener:
+        url = f"http://127.0.0.1:{listener.port}/v1/models"
+        auth = {"Authorization": f"Bearer {listener.token}"}
+        refused = httpx.get(url, headers={**auth, "Cookie": "a=" + "b" * 70_000})
+        assert refused.status_code == 431
+        sent = sum(len(k) + len(v) + 4 for k, v in refused.request.headers.raw)
+        assert refused.json()["error"]["message"] == (
+            f"The request's headers are {sent} bytes, over the listener's limit of 65536; send "
+            "fewer or shorter headers (cookies, say).")
+        assert httpx.get(url, headers={**auth, "Cookie": "a=" + "b" * 60_000}).status_code == 200
+
+
 def test_an_https_client_fails_at_once_with_tls_named(tiny_engine):
     """An https:// URL for the plain-HTTP port: the TLS handshake is answered in plain HTTP at
     once, so the client fails in well under a second with the error that names the mix-up
