@@ -139,6 +139,11 @@ def merge_deltas(events: list) -> list:
     return out
 
 
+def _shown(text: str, limit: int = 200) -> str:
+    """``text`` as an error message quotes it: a 500 kB path is not echoed whole."""
+    return text if len(text) <= limit else f"{text[:limit]}…"
+
+
 class _Base(RequestHandler):
     """OpenAI error objects for every failure, tornado's own (405, 500) included."""
 
@@ -182,8 +187,12 @@ class _Base(RequestHandler):
             self.set_header("Allow", ", ".join(
                 [m for m in ("GET", "HEAD", "POST") if m.lower() in type(self).__dict__]
                 + ["OPTIONS"]))
-        message = {405: f"{self.request.method} is not allowed on {self.request.path}.",
+        message = {405: f"{_shown(self.request.method)} is not allowed on "
+                        f"{_shown(self.request.path)}.",
                    500: "The server failed on this request; see the listener's log."}
+        exc = kwargs.get("exc_info", (None, None))[1]
+        if status_code == 400 and "unicode" in str(getattr(exc, "log_message", "")):
+            message[400] = "The request's path is not UTF-8 once its %-escapes are decoded."
         self.finish({"error": {"message": message.get(status_code, self._reason),
                                "type": "server_error" if status_code >= 500 else
                                "invalid_request_error", "param": None, "code": None}})
@@ -273,7 +282,7 @@ class ModelsHandler(_Base):
 
 class NotFoundHandler(_Base):
     def prepare(self) -> None:
-        self.fail(404, f"There is no endpoint {self.request.path}; use /v1/chat/completions, "
+        self.fail(404, f"There is no endpoint {_shown(self.request.path)}; use /v1/chat/completions, "
                        "/v1/completions, /v1/models or /health.", code="not_found")
 
 

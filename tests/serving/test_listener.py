@@ -434,6 +434,21 @@ def test_headers_past_the_limit_are_answered_431_and_the_next_request_is_served(
         assert httpx.get(url, headers={**auth, "Cookie": "a=" + "b" * 60_000}).status_code == 200
 
 
+def test_an_unknown_path_is_named_and_a_long_one_is_not_echoed_whole(tiny_engine):
+    with Listener(tiny_engine, port=0) as listener:
+        root, auth = listener.url.removesuffix("/v1"), {"Authorization": f"Bearer {listener.token}"}
+        short = httpx.get(f"{root}/v1/chat", headers=auth)
+        assert (short.status_code, short.json()["error"]["message"]) == (404, (
+            "There is no endpoint /v1/chat; use /v1/chat/completions, /v1/completions, "
+            "/v1/models or /health."))
+        long = httpx.get(f"{root}/{'a' * 60_000}", headers=auth)
+        assert long.status_code == 404 and len(long.content) < 1000
+        assert long.json()["error"]["message"].startswith(f"There is no endpoint /{'a' * 199}…;")
+        garbled = httpx.get(f"{root}/v1/models/%ff", headers=auth)
+        assert (garbled.status_code, garbled.json()["error"]["message"]) == (
+            400, "The request's path is not UTF-8 once its %-escapes are decoded.")
+
+
 def test_an_https_client_fails_at_once_with_tls_named(tiny_engine):
     """An https:// URL for the plain-HTTP port: the TLS handshake is answered in plain HTTP at
     once, so the client fails in well under a second with the error that names the mix-up
