@@ -352,4 +352,5 @@ def compare_side(text: str) -> CompareSide:
             model = value.strip()
         else:
             rest.append(shlex.quote(item))
-    return CompareSide(text, option_set(" ".join(rest)), model)
+    # An empty side runs with the cell's own flags: its label says so.
+    return CompareSide(text.strip() or "the cell's flags", option_set(" ".join(rest)), model)

@@ -30,6 +30,13 @@ def test_first_divergence(a, b, expected):
     assert first_divergence(a, b) == expected
 
 
+def test_an_empty_side_is_labelled_as_the_cells_flags():
+    from mlx_notebook.options import compare_side
+
+    assert compare_side(" ").label == "the cell's flags" and compare_side("").fields == {}
+    assert compare_side("temperature=0").label == "temperature=0"
+
+
 def test_an_option_set_reads_like_the_flags():
     assert option_set("temperature=1.2 seed=3") == {"temperature": 1.2, "seed": 3}
     assert option_set("temp=0 max-tokens=40 stop='\\n' stop=.") == {
