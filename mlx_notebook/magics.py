@@ -308,8 +308,7 @@ class MlxMagics(Magics):
 
         with as_usage_errors("%load_model"):  # connected first: a wrong URL keeps the engine
             engine = RemoteEngine(args.remote, api_key=args.api_key, model=args.model,
-                                  family=args.family, **({} if args.timeout is None
-                                                         else {"timeout": args.timeout}))
+                                  family=args.family, timeout=args.timeout)
         if args.name is not None:
             self._close_named(args.name)
             self.named_engines[args.name] = engine

@@ -328,7 +328,8 @@ class CompareSide:
     """One ``--compare`` argument, parsed."""
 
     label: str
-    """The argument as written: the side's label in the card."""
+    """The argument as written (an empty one: "the cell's flags"): the side's label in the
+    card."""
     fields: dict[str, Any]
     """The request body fields it sets over the cell's flags."""
     model: str | None = None

@@ -545,7 +545,13 @@ def _alias_value(hint: Any) -> Any:
     if type(hint).__name__ != "TypeAliasType":
         return None
     value = getattr(hint, "__value__", None)
-    return typing.ForwardRef(value) if isinstance(value, str) else value
+    if isinstance(value, str):  # written as text: read in its module, as typing reads hints
+        module = sys.modules.get(getattr(hint, "__module__", None) or "")
+        try:
+            return eval(value, dict(vars(module)) if module else {})  # noqa: S307
+        except Exception:  # noqa: BLE001 -- a name it cannot reach: any value
+            return typing.ForwardRef(value)
+    return value
 
 
 def _hint_name(hint: Any) -> str:

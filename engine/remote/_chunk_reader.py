@@ -197,9 +197,11 @@ class ChunkReader:
                 continue
             try:
                 arguments = json.loads(raw) if raw.strip() else {}
-            except json.JSONDecodeError as exc:
+            except (ValueError, RecursionError) as exc:
+                why = (exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+                       if isinstance(exc, RecursionError) else "a number too long to read")
                 out.append(ParseProblem(raw, f"the server sent tool call {call.name!r} with "
-                                             f"arguments that are not JSON ({exc.msg})"))
+                                             f"arguments that are not JSON ({why})"))
                 continue
             out.append(ToolCall(self._parsed_calls + number, call.id or _call_id(), call.name,
                                 arguments if isinstance(arguments, dict) else {"value": arguments},

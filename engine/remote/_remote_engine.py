@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import numbers
 import queue
 import re
 import socket
@@ -82,13 +83,16 @@ class RemoteEngine:
     """
 
     def __init__(self, url: str, *, api_key: str | None = None, model: str | None = None,
-                 family: str | None = None, timeout: float = 120.0):
+                 family: str | None = None, timeout: float | None = None):
         """Connect, check the key and pick the model (``model``, or the one the server
-        lists); raises ``EngineError`` with one sentence when any of that fails."""
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        lists); raises ``EngineError`` with one sentence when any of that fails. ``timeout``:
+        seconds to wait for an answer or the next part of a reply (None: 120)."""
+        timeout = 120.0 if timeout is None else timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
             raise TypeError(f"timeout must be a number of seconds, not {timeout!r}")
         if not 0 < timeout < math.inf:
             raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}")
+        timeout = float(timeout)  # (a numpy number is not one the socket takes)
         self.url, params = _api_root(url)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = timeout
@@ -438,6 +442,9 @@ class RemoteHandle:
                 cancelled = self._cancel.is_set()
                 break
             if type(item) is Error:
+                if reader.finish_reason:  # after the whole reply: a read timeout, a reset
+                    ended = True
+                    break
                 self._done = True
                 yield item
                 return

@@ -14,6 +14,7 @@ import copy
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -383,6 +384,9 @@ def _tool_calls(calls, where: str) -> list[dict]:
                 args = json.loads(args) if args.strip() else {}
             except (json.JSONDecodeError, RecursionError):
                 _fail(f"'{at}.arguments' is not valid JSON.", f"{at}.arguments")
+            except ValueError:  # valid JSON, but a number past Python's digit limit
+                _fail(f"'{at}.arguments' holds a number longer than "
+                      f"{sys.get_int_max_str_digits()} digits.", f"{at}.arguments")
             if isinstance(args, Mapping):
                 _check_tree({f"{at}.arguments": args})
         if not isinstance(args, Mapping):

@@ -23,12 +23,13 @@ import ipaddress
 import json
 import logging
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from tornado.web import RequestHandler, stream_request_body
+from tornado.web import Finish, RequestHandler, stream_request_body
 
 from .._engine import several_prompts, submit_each
 from .._errors import EngineDeadError, EngineError, EngineRequestError
@@ -139,7 +140,7 @@ def merge_deltas(events: list) -> list:
     return out
 
 
-def _shown(text: str, limit: int = 200) -> str:
+def _cut(text: str, limit: int = 200) -> str:
     """``text`` as an error message quotes it: a 500 kB path is not echoed whole."""
     return text if len(text) <= limit else f"{text[:limit]}…"
 
@@ -182,17 +183,23 @@ class _Base(RequestHandler):
         error = {"message": message, "type": type, "param": param, "code": code}
         return self.finish({"error": error})
 
+    def decode_argument(self, value: bytes | None, name: str | None = None) -> str | None:
+        """A part of the path, as text (tornado's own refusal says only "Bad Request")."""
+        try:
+            return None if value is None else value.decode("utf-8")
+        except UnicodeDecodeError:
+            self.fail(400, "The request's path is not UTF-8 once its %-escapes are decoded; "
+                           "percent-encode the UTF-8 bytes of the name.")
+            raise Finish() from None
+
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         if status_code == 405:  # (RFC 9110: a 405 lists the methods the resource has)
             self.set_header("Allow", ", ".join(
                 [m for m in ("GET", "HEAD", "POST") if m.lower() in type(self).__dict__]
                 + ["OPTIONS"]))
-        message = {405: f"{_shown(self.request.method)} is not allowed on "
-                        f"{_shown(self.request.path)}.",
+        message = {405: f"{_cut(self.request.method)} is not allowed on "
+                        f"{_cut(self.request.path)}.",
                    500: "The server failed on this request; see the listener's log."}
-        exc = kwargs.get("exc_info", (None, None))[1]
-        if status_code == 400 and "unicode" in str(getattr(exc, "log_message", "")):
-            message[400] = "The request's path is not UTF-8 once its %-escapes are decoded."
         self.finish({"error": {"message": message.get(status_code, self._reason),
                                "type": "server_error" if status_code >= 500 else
                                "invalid_request_error", "param": None, "code": None}})
@@ -274,7 +281,7 @@ class ModelsHandler(_Base):
             self.finish({**model, "id": model_id})  # the id a response named is the id asked
         else:
             served = f"; this listener serves {model['id']!r}" if model else ""
-            self.fail(404, f"The model {model_id!r} is not loaded{served}.", param="model",
+            self.fail(404, f"The model {_cut(model_id)!r} is not loaded{served}.", param="model",
                       code="model_not_found")
 
     head = get
@@ -282,7 +289,7 @@ class ModelsHandler(_Base):
 
 class NotFoundHandler(_Base):
     def prepare(self) -> None:
-        self.fail(404, f"There is no endpoint {_shown(self.request.path)}; use /v1/chat/completions, "
+        self.fail(404, f"There is no endpoint {_cut(self.request.path)}; use /v1/chat/completions, "
                        "/v1/completions, /v1/models or /health.", code="not_found")
 
 
@@ -359,7 +366,12 @@ class CompletionsHandler(_Base):
         try:
             body = json.loads(b"".join(self.parts) or b"null")
         except (ValueError, RecursionError) as exc:  # bad bytes or syntax, a 5,000-digit number
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            if isinstance(exc, RecursionError):
+                reason = "nested too deeply"
+            elif isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+                reason = str(exc)
+            else:  # int() refusing a number past Python's digit limit
+                reason = f"a number of more than {sys.get_int_max_str_digits()} digits"
             self.fail(400, f"The request body is not valid JSON ({reason}); send a JSON object.")
             return
         if not isinstance(body, dict):

@@ -44,7 +44,7 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 _log = logging.getLogger("mlx_notebook.engine.serving")
 _BODY_TIMEOUT_S = 120.0
 _MAX_HEADER_BYTES = 64 * 1024  # (tornado's own limit, past which it closes without a word)
-_READ_HEADER_BYTES = 1024 * 1024  # read this far to answer 431 rather than reset
+_READ_HEADER_BYTES = 256 * 1024  # read this far to answer 431 rather than close
 _HEADER_TIMEOUT_S = 30.0
 # A connection that has not sent a whole request head by then (an idle keep-alive, a
 # slow-loris) is closed; tornado's default is an hour. One that speaks TLS is answered at once
@@ -263,24 +263,27 @@ class _HeadersCapped(httputil.HTTPMessageDelegate):
         self.delegate, self.connection, self.refused = delegate, connection, False
 
     def headers_received(self, start_line, headers):
-        size = sum(len(name) + len(value) + 4 for name, value in headers.get_all())
+        size = len(start_line.path) + sum(len(name) + len(value) + 4
+                                          for name, value in headers.get_all())
         if size <= _MAX_HEADER_BYTES:
             return self.delegate.headers_received(start_line, headers)
         self.refused = True
-        return self._refuse(size)
+        return self._refuse(size, head=start_line.method == "HEAD")
 
-    async def _refuse(self, size: int) -> None:
-        body = json.dumps(_error_object(EngineRequestError(
-            f"The request's headers are {size} bytes, over the listener's limit of "
-            f"{_MAX_HEADER_BYTES}; send fewer or shorter headers (cookies, say)."))).encode()
+    async def _refuse(self, size: int, head: bool) -> None:
+        body = _error_body(f"The request's path and headers are {size} bytes, over the "
+                           f"listener's limit of {_MAX_HEADER_BYTES}; send fewer or shorter "
+                           "headers (cookies, say).")
         try:
             await self.connection.write_headers(
                 httputil.ResponseStartLine("HTTP/1.1", 431, "Request Header Fields Too Large"),
                 httputil.HTTPHeaders({"Content-Type": "application/json", "Connection": "close",
-                                      "Content-Length": str(len(body))}), body)
+                                      "Content-Length": str(len(body))}),
+                None if head else body)
+            # Finished before the body was read: tornado closes the connection once it is sent.
+            self.connection.finish()
         except StreamClosedError:
             pass
-        self.connection.close()
 
     def data_received(self, chunk: bytes):
         return None if self.refused else self.delegate.data_received(chunk)
@@ -318,9 +321,14 @@ async def _first_byte(sock: socket.socket, timeout: float) -> bytes | None:
         return None
 
 
+def _error_body(message: str) -> bytes:
+    """An OpenAI error object for an answer written below tornado's handlers."""
+    return json.dumps(_error_object(EngineRequestError(message))).encode()
+
+
 async def _refuse_tls(stream) -> None:
-    body = json.dumps(_error_object(EngineRequestError(
-        "This listener speaks plain HTTP, not TLS: use an http:// URL, not https://."))).encode()
+    body = _error_body("This listener speaks plain HTTP, not TLS: use an http:// URL, not "
+                       "https://.")
     try:
         # Read the handshake first: closing a socket with unread bytes resets the connection,
         # and the client may then see the reset instead of this answer.

@@ -115,6 +115,9 @@ BAD = [
     ({"messages": [*USER, {"role": "assistant", "content": None,
                            "tool_calls": [{"function": {"name": "f", "arguments": "{bad"}}]}]},
      "messages[1].tool_calls[0].function.arguments"),
+    ({"messages": [*USER, {"role": "assistant", "content": None, "tool_calls": [
+        {"function": {"name": "f", "arguments": '{"n": ' + "9" * 5000 + "}"}}]}]},
+     "messages[1].tool_calls[0].function.arguments"),
 ]
 
 

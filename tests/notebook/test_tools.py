@@ -160,13 +160,16 @@ def test_recursive_and_named_aliases_are_tools():
     tool = make_tool(store)
     properties = tool.schema()["function"]["parameters"]["properties"]
     assert properties["tags"] == {"type": "array", "items": {"type": "string"}}
-    assert properties["tree"] == {}  # its value Python keeps as text: any value
+    assert properties["tree"] == {"anyOf": [  # read from its text; where it recurs, any value
+        {"type": "object", "additionalProperties": {}}, {"type": "integer"}]}
     assert {"type": "string"} in properties["doc"]["anyOf"]
     doc = {"a": [1, {"b": None}], "c": "d"}
     assert call_tool([tool], "store", {"doc": doc, "tags": ["x"], "tree": {"l": 1}}) == (
         repr((doc, ["x"], {"l": 1})), None)
     assert call_tool([tool], "store", {"doc": 1, "tags": ["x", 5], "tree": 1}) == (
         None, "bad arguments for store: 'tags[1]' must be a string, got 5")
+    assert call_tool([tool], "store", {"doc": 1, "tags": [], "tree": "7"}) == (
+        repr((1, [], 7)), None)  # (an int where it does not recur: read as one)
 
 
 def test_an_integer_written_past_pythons_digit_limit_is_a_bad_argument():

@@ -182,7 +182,7 @@ def test_bad_json_and_unknown_paths_answer_with_error_objects(tiny_listener):
 
 @pytest.mark.parametrize("body, reason", [
     (b'{"messages": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested too deeply"),
-    (b'{"max_tokens": ' + b"9" * 5000 + b"}", "digits"),
+    (b'{"max_tokens": ' + b"9" * 5000 + b"}", "(a number of more than 4300 digits); send a"),
     (b'{"a": "\xc3\x28"}', "can't decode"),
 ])
 def test_a_body_json_cannot_read_is_a_400_not_a_server_error(tiny_listener, body, reason):
@@ -427,10 +427,14 @@ def test_headers_past_the_limit_are_answered_431_and_the_next_request_is_served(
         auth = {"Authorization": f"Bearer {listener.token}"}
         refused = httpx.get(url, headers={**auth, "Cookie": "a=" + "b" * 70_000})
         assert refused.status_code == 431
-        sent = sum(len(k) + len(v) + 4 for k, v in refused.request.headers.raw)
+        sent = len("/v1/models") + sum(len(k) + len(v) + 4 for k, v in refused.request.headers.raw)
         assert refused.json()["error"]["message"] == (
-            f"The request's headers are {sent} bytes, over the listener's limit of 65536; send "
-            "fewer or shorter headers (cookies, say).")
+            f"The request's path and headers are {sent} bytes, over the listener's limit of "
+            "65536; send fewer or shorter headers (cookies, say).")
+        assert httpx.head(url, headers={**auth, "Cookie": "a=" + "b" * 70_000}).status_code == 431
+        posted = httpx.post(f"{listener.url}/chat/completions", content=b"{}" * 500_000,
+                            headers={**auth, "Cookie": "a=" + "b" * 70_000})
+        assert posted.status_code == 431
         assert httpx.get(url, headers={**auth, "Cookie": "a=" + "b" * 60_000}).status_code == 200
 
 
@@ -446,7 +450,10 @@ def test_an_unknown_path_is_named_and_a_long_one_is_not_echoed_whole(tiny_engine
         assert long.json()["error"]["message"].startswith(f"There is no endpoint /{'a' * 199}…;")
         garbled = httpx.get(f"{root}/v1/models/%ff", headers=auth)
         assert (garbled.status_code, garbled.json()["error"]["message"]) == (
-            400, "The request's path is not UTF-8 once its %-escapes are decoded.")
+            400, "The request's path is not UTF-8 once its %-escapes are decoded; percent-encode "
+                 "the UTF-8 bytes of the name.")
+        model = httpx.get(f"{root}/v1/models/{'m' * 5000}", headers=auth)
+        assert model.status_code == 404 and len(model.content) < 1000
 
 
 def test_an_https_client_fails_at_once_with_tls_named(tiny_engine):

@@ -10,6 +10,7 @@ import random
 import socket
 import time
 
+import numpy
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
@@ -158,20 +159,22 @@ def test_a_server_that_never_answers_times_out_in_one_sentence():
 def test_load_model_takes_the_timeout_to_wait(shell):
     with socket.socket() as s:  # listens, never accepts
         s.bind(("127.0.0.1", 0))
-        s.listen(1)
+        s.listen(8)
         port = s.getsockname()[1]
         started = time.monotonic()
         message = _error(shell, f"%load_model --remote http://127.0.0.1:{port} --timeout 0.5")
-    assert message == (f"%load_model: the server at http://127.0.0.1:{port}/v1 did not answer "
-                       "within 0.5 s; check that it is running and not overloaded.")
-    assert time.monotonic() - started < 5
-    for bad in ("0", "-1", "nan", "inf", "soon"):
-        assert _error(shell, f"%load_model --remote http://127.0.0.1:{port} --timeout {bad}") == (
-            f"%load_model: argument --timeout: must be a number of seconds above 0, not '{bad}'; "
-            "see %load_model? for the options.")
-    for bad, kind in (("5", TypeError), (0, ValueError), (float("nan"), ValueError)):
-        with pytest.raises(kind, match="timeout must be a number of seconds"):
-            RemoteEngine(f"http://127.0.0.1:{port}/v1", timeout=bad)
+        assert message == (f"%load_model: the server at http://127.0.0.1:{port}/v1 did not answer "
+                           "within 0.5 s; check that it is running and not overloaded.")
+        assert time.monotonic() - started < 5
+        for bad in ("0", "-1", "nan", "inf", "soon"):
+            assert _error(shell, f"%load_model --remote http://127.0.0.1:{port} --timeout {bad}") == (
+                f"%load_model: argument --timeout: must be a number of seconds above 0, not "
+                f"'{bad}'; see %load_model? for the options.")
+        for bad, kind in (("5", TypeError), (0, ValueError), (float("nan"), ValueError)):
+            with pytest.raises(kind, match="timeout must be a number of seconds"):
+                RemoteEngine(f"http://127.0.0.1:{port}/v1", timeout=bad)
+        with pytest.raises(EngineError, match="did not answer within 0.5 s"):
+            RemoteEngine(f"http://127.0.0.1:{port}/v1", timeout=numpy.float32(0.5))
 
 
 def test_a_wrong_key_and_an_unknown_model_are_one_sentence_each(shell, tiny_listener, tiny_engine):

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import mlx_notebook.engine.remote._remote_engine as remote_engine_module
 from mlx_notebook.engine import (
     ContentDelta, EngineError, Error, Finished, ParseProblem, ReasoningDelta, RemoteEngine, ToolCall,
     Usage,
@@ -156,6 +157,15 @@ def test_mistral_thinking_parts_are_reasoning(serve):
     assert (text(events), end(events)) == ("2", "stop")
 
 
+def test_tool_call_arguments_json_cannot_read_are_a_problem_shown(serve):
+    calls = [{"index": i, "id": f"c{i}", "function": {"name": "f", "arguments": args}}
+             for i, args in enumerate(['{"n": ' + "9" * 5000 + "}", "[" * 5000 + "]" * 5000])]
+    events = reply(serve(http(body=sse(chunk({"tool_calls": calls}), chunk({}, "tool_calls")))))
+    problems = [e.message for e in events if type(e) is ParseProblem]
+    assert problems == ["the server sent tool call 'f' with arguments that are not JSON "
+                        f"({why})" for why in ("a number too long to read", "nested too deep")]
+
+
 def test_content_that_is_a_number_fails_in_a_sentence(serve):
     server = serve(http(body=sse(chunk({"content": "A"}), chunk({"content": 42}, "stop"))))
     events = reply(server)
@@ -260,13 +270,15 @@ def test_an_error_chunk_closes_a_connection_the_server_holds_open(serve):
         assert server.closed_by_client.wait(3)
 
 
-def test_a_finished_reply_on_a_connection_held_open_ends_as_finished(serve):
+@pytest.mark.parametrize("timeout", [30, 0.2])  # (the read timeout first, then the wait)
+def test_a_finished_reply_on_a_connection_held_open_ends_as_finished(serve, monkeypatch, timeout):
+    monkeypatch.setattr(remote_engine_module, "_AFTER_FINISH_SECONDS", 0.5)
     server = serve(held_open(sse(chunk({"content": "Done."}, "length"), done=False)))
-    with RemoteEngine(server.url, timeout=30) as engine:
+    with RemoteEngine(server.url, timeout=timeout) as engine:
         started = time.monotonic()
         events = list(engine.submit(BODY).events())
         assert (text(events), end(events)) == ("Done.", "length")
-        assert time.monotonic() - started < 10  # not the 30 s read timeout
+        assert time.monotonic() - started < 5  # not the 30 s read timeout
         assert server.closed_by_client.wait(3)
 
 
