@@ -261,7 +261,7 @@ def _read_call(call: Any, where: str) -> _Call:
     elif isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # (a number past the digit limit: a ValueError)
             arguments = None
     if not isinstance(arguments, dict) or not all(
         isinstance(k, str) and k and '"' not in k for k in arguments
