@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -103,16 +103,53 @@ class RecordedReply:
         return out
 
     @classmethod
-    def from_json(cls, data: dict, family: Any) -> RecordedReply:
+    def from_json(cls, data: dict, family: Any, where: str = "the reply") -> RecordedReply:
+        """One reply of a fixture file; ``_Malformed`` names the field a hand edit broke."""
         from mlx_notebook.engine import ParseEvent
 
-        events = data.get("events")
-        expected = {**_EMPTY_PARTS, **(data.get("expected") or {})}
-        return cls(family, str(data["text"]), tuple(data.get("deltas") or ()),
-                   tuple(int(t) for t in data.get("token_ids") or ()), data.get("tools"),
-                   data.get("starts_in_reasoning"), expected,
-                   None if events is None else tuple(ParseEvent(**e) for e in events),
-                   data.get("request_id"), str(data.get("name") or ""))
+        if not isinstance(data, dict):
+            raise _Malformed(f"{where} must be an object, not {_brief(data)}")
+
+        def read(key: str, fits: Callable[[Any], bool], what: str) -> Any:
+            value = data.get(key)
+            if value is not None and not fits(value):
+                raise _Malformed(f"{where}.{key} must be {what}, not {_brief(value)}")
+            return value
+
+        def listed(kind: Any) -> Callable[[Any], bool]:
+            return lambda v: isinstance(v, list) and all(
+                isinstance(x, kind) and not isinstance(x, bool) for x in v)
+
+        if not isinstance(data.get("text"), str):
+            raise _Malformed(f"{where}.text must be the reply's text, not {_brief(data.get('text'))}")
+        expected = {**_EMPTY_PARTS, **(read("expected", lambda v: isinstance(v, dict),
+                                            "an object") or {})}
+        for part, kind in (("reasoning", str), ("content", str), ("tool_calls", list),
+                           ("problems", list)):
+            if not isinstance(expected[part], kind):
+                raise _Malformed(f"{where}.expected.{part} must be "
+                                 f"{'text' if kind is str else 'a list'}, not "
+                                 f"{_brief(expected[part])}")
+        events = read("events", listed(dict), "a list of event objects")
+        try:
+            events = None if events is None else tuple(ParseEvent(**e) for e in events)
+        except TypeError as exc:  # a field the event has not, or one missing
+            raise _Malformed(f"{where}.events: {exc}") from None
+        return cls(family, data["text"], tuple(read("deltas", listed(str), "a list of texts") or ()),
+                   tuple(read("token_ids", listed(int), "a list of token ids") or ()),
+                   read("tools", listed(dict), "a list of tool objects"),
+                   read("starts_in_reasoning", lambda v: isinstance(v, bool), "true or false"),
+                   expected, events, read("request_id", lambda v: isinstance(v, str), "text"),
+                   read("name", lambda v: isinstance(v, str), "text") or "")
+
+
+class _Malformed(ValueError):
+    """A fixture field of the wrong shape (``load_fixture`` says which file)."""
+
+
+def _brief(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 _EMPTY_PARTS = {"reasoning": "", "content": "", "tool_calls": [], "problems": []}
@@ -164,11 +201,24 @@ def load_fixture(path: str | Path) -> Fixture:
         raise ValueError(f"{path} is not a parser fixture: it is not JSON ({exc}).") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{path} is not a parser fixture (no \"format\": \"{FORMAT}\").")
-    if data.get("version", VERSION) > VERSION:
-        raise ValueError(f"{path} is a version {data['version']} fixture; this mlx-notebook "
+    version = data.get("version", VERSION)
+    if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+        raise ValueError(f"{path} is a version {version} fixture; this mlx-notebook "
                          f"reads version {VERSION}: upgrade mlx-notebook.")
-    family = _family_from_json(data.get("family"), data.get("family_definition"))
-    replies = tuple(RecordedReply.from_json(r, family) for r in data.get("replies") or ())
+    try:
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise _Malformed(f"version must be a whole number, not {_brief(version)}")
+        for key in ("model", "note", "family"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise _Malformed(f"{key} must be text, not {_brief(data[key])}")
+        if not isinstance(data.get("replies") or [], list):
+            raise _Malformed(f"replies must be a list, not {_brief(data['replies'])}")
+        family = _family_from_json(data.get("family"), data.get("family_definition"))
+        replies = tuple(RecordedReply.from_json(r, family, f"replies[{i}]")
+                        for i, r in enumerate(data.get("replies") or ()))
+    except ValueError as exc:  # a _Malformed field, an unknown family name
+        raise ValueError(f"{path} is not a readable parser fixture: {exc}".rstrip(".") + ".") \
+            from None
     return Fixture(replies, data.get("model"), data.get("note") or "")
 
 
@@ -376,11 +426,16 @@ def _family_from_json(name: str | None, definition: dict | None) -> Any:
         if not name:
             raise ValueError("The fixture names no parser family.")
         return get_family(name)
-    spec = dict(definition)
-    spec["think"] = tuple(spec["think"]) if spec.get("think") else None
-    spec["tools"] = tuple(ToolMarker(**{**m, "ends": tuple(m.get("ends") or ())})
-                          for m in spec.get("tools") or ())
-    return Family(**spec)
+    if not isinstance(definition, dict):
+        raise _Malformed(f"family_definition must be an object, not {_brief(definition)}")
+    try:
+        spec = dict(definition)
+        spec["think"] = tuple(spec["think"]) if spec.get("think") else None
+        spec["tools"] = tuple(ToolMarker(**{**m, "ends": tuple(m.get("ends") or ())})
+                              for m in spec.get("tools") or ())
+        return Family(**spec)
+    except (TypeError, AttributeError) as exc:  # a field Family has not, a marker not an object
+        raise _Malformed(f"family_definition: {exc}") from None
 
 
 def _shown(value: Any) -> str:

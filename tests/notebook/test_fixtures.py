@@ -116,6 +116,31 @@ def test_a_file_that_is_not_a_fixture_is_refused_by_name(tmp_path, text, why):
         check_fixture(path)
 
 
+@pytest.mark.parametrize("edit, why", [
+    ({"version": "2"}, 'version must be a whole number, not "2".'),
+    ({"family": {"name": "qwen3"}}, 'family must be text, not {"name": "qwen3"}.'),
+    ({"family": "qwen9"}, "Unknown parser family 'qwen9'"),
+    ({"replies": {"text": "x"}}, 'replies must be a list, not {"text": "x"}.'),
+    ({"replies": ["x"]}, 'replies[0] must be an object, not "x".'),
+    ({"replies": [{"text": 5}]}, "replies[0].text must be the reply's text, not 5."),
+    ({"replies": [{"text": "x", "token_ids": [1, "2"]}]},
+     'replies[0].token_ids must be a list of token ids, not [1, "2"].'),
+    ({"replies": [{"text": "x", "deltas": "x"}]}, 'replies[0].deltas must be a list of texts, not "x".'),
+    ({"replies": [{"text": "x", "expected": {"content": 5}}]},
+     "replies[0].expected.content must be text, not 5."),
+    ({"replies": [{"text": "x", "events": [{"kind": "content"}]}]}, "replies[0].events: "),
+    ({"family_definition": ["qwen3"]}, 'family_definition must be an object, not ["qwen3"].'),
+])
+def test_a_fixture_edited_by_hand_into_a_wrong_shape_names_the_field(tmp_path, edit, why):
+    path = tmp_path / "hand.json"
+    path.write_text(json.dumps({"format": "mlx-notebook parser fixture", "version": 1,
+                                "family": "qwen3", "replies": [{"text": "x"}], **edit}))
+    with pytest.raises(ValueError) as caught:
+        check_fixture(path)
+    assert str(caught.value).startswith(f"{path} ")
+    assert why in str(caught.value)
+
+
 def _hand_fixture(tmp_path):
     path = tmp_path / "hand.json"
     path.write_text(json.dumps({
