@@ -424,7 +424,7 @@ def _family_from_json(name: str | None, definition: dict | None) -> Any:
 
     if definition is None:
         if not name:
-            raise ValueError("The fixture names no parser family.")
+            raise _Malformed('it names no parser family; add "family": NAME, e.g. "qwen3"')
         return get_family(name)
     if not isinstance(definition, dict):
         raise _Malformed(f"family_definition must be an object, not {_brief(definition)}")

@@ -130,6 +130,7 @@ def test_a_file_that_is_not_a_fixture_is_refused_by_name(tmp_path, text, why):
      "replies[0].expected.content must be text, not 5."),
     ({"replies": [{"text": "x", "events": [{"kind": "content"}]}]}, "replies[0].events: "),
     ({"family_definition": ["qwen3"]}, 'family_definition must be an object, not ["qwen3"].'),
+    ({"family": None}, 'it names no parser family; add "family": NAME, e.g. "qwen3".'),
 ])
 def test_a_fixture_edited_by_hand_into_a_wrong_shape_names_the_field(tmp_path, edit, why):
     path = tmp_path / "hand.json"
