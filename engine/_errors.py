@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
-__all__ = ["EngineError", "ModelStoreError", "EngineRequestError", "EngineDeadError"]
+import json
+import sys
+
+__all__ = ["EngineError", "ModelStoreError", "EngineRequestError", "EngineDeadError",
+           "json_failure"]
+
+
+def json_failure(exc: ValueError | RecursionError) -> str:
+    """Why ``json.loads`` refused outside text, in words. Catch ``(ValueError, RecursionError)``
+    around it: a number past Python's digit limit is a plain ValueError, not a JSONDecodeError,
+    and deep nesting a RecursionError."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+        return str(exc)
+    return f"a number of more than {sys.get_int_max_str_digits()} digits"
 
 
 class EngineError(Exception):

@@ -18,6 +18,7 @@ from .._events import (
     ContentDelta, EngineEvent, Finished, ParseProblem, ReasoningDelta, TokenLogprobs, ToolCall,
     Usage,
 )
+from .._errors import json_failure
 from ..parsing import StreamFilter, get_family
 
 __all__ = ["ChunkReader", "ServerUsage", "UnexpectedShape"]
@@ -198,10 +199,8 @@ class ChunkReader:
             try:
                 arguments = json.loads(raw) if raw.strip() else {}
             except (ValueError, RecursionError) as exc:
-                why = (exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
-                       if isinstance(exc, RecursionError) else "a number too long to read")
                 out.append(ParseProblem(raw, f"the server sent tool call {call.name!r} with "
-                                             f"arguments that are not JSON ({why})"))
+                                             f"arguments that are not JSON ({json_failure(exc)})"))
                 continue
             out.append(ToolCall(self._parsed_calls + number, call.id or _call_id(), call.name,
                                 arguments if isinstance(arguments, dict) else {"value": arguments},

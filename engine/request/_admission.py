@@ -14,12 +14,11 @@ import copy
 import json
 import math
 import re
-import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .._config import EngineConfig
-from .._errors import EngineError, EngineRequestError
+from .._errors import EngineError, EngineRequestError, json_failure
 
 __all__ = [
     "SamplingOptions",
@@ -382,11 +381,9 @@ def _tool_calls(calls, where: str) -> list[dict]:
             # Chat templates iterate over arguments, so they get a dict (as mlx_lm.server).
             try:
                 args = json.loads(args) if args.strip() else {}
-            except (json.JSONDecodeError, RecursionError):
-                _fail(f"'{at}.arguments' is not valid JSON.", f"{at}.arguments")
-            except ValueError:  # valid JSON, but a number past Python's digit limit
-                _fail(f"'{at}.arguments' holds a number longer than "
-                      f"{sys.get_int_max_str_digits()} digits.", f"{at}.arguments")
+            except (ValueError, RecursionError) as exc:
+                _fail(f"'{at}.arguments' is not valid JSON ({json_failure(exc)}).",
+                      f"{at}.arguments")
             if isinstance(args, Mapping):
                 _check_tree({f"{at}.arguments": args})
         if not isinstance(args, Mapping):

@@ -23,7 +23,6 @@ import ipaddress
 import json
 import logging
 import re
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from typing import Any, Callable, Iterable
 from tornado.web import Finish, RequestHandler, stream_request_body
 
 from .._engine import several_prompts, submit_each
-from .._errors import EngineDeadError, EngineError, EngineRequestError
+from .._errors import EngineDeadError, EngineError, EngineRequestError, json_failure
 from .._events import Error, Finished, TokenLogprobs
 from ..request import _responses as responses
 from ..request._admission import DEFAULT_MODEL_ALIAS
@@ -366,13 +365,8 @@ class CompletionsHandler(_Base):
         try:
             body = json.loads(b"".join(self.parts) or b"null")
         except (ValueError, RecursionError) as exc:  # bad bytes or syntax, a 5,000-digit number
-            if isinstance(exc, RecursionError):
-                reason = "nested too deeply"
-            elif isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
-                reason = str(exc)
-            else:  # int() refusing a number past Python's digit limit
-                reason = f"a number of more than {sys.get_int_max_str_digits()} digits"
-            self.fail(400, f"The request body is not valid JSON ({reason}); send a JSON object.")
+            self.fail(400, f"The request body is not valid JSON ({json_failure(exc)}); send a "
+                           "JSON object.")
             return
         if not isinstance(body, dict):
             self.fail(400, "The request body must be a JSON object.")
