@@ -25,6 +25,7 @@ import logging
 import re
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -292,6 +293,12 @@ class NotFoundHandler(_Base):
                        "/v1/completions, /v1/models or /health.", code="not_found")
 
 
+# zlib's window bits for a compressed request body: gzip's format, or zlib's (which HTTP
+# calls "deflate", RFC 9110).
+_ZLIB_WINDOW = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS,
+                "deflate": zlib.MAX_WBITS}
+
+
 @stream_request_body
 class CompletionsHandler(_Base):
     """``POST /v1/chat/completions`` and ``POST /v1/completions``, streaming or not."""
@@ -315,6 +322,9 @@ class CompletionsHandler(_Base):
         self.gone = False
         self.parts: list[bytes] = []
         self.size = 0
+        """Bytes of the body read so far, decompressed."""
+        self.decoder: Any = None
+        """A zlib decompressor for a gzip or deflate body (``Content-Encoding``)."""
 
     async def prepare(self) -> None:
         # Runs after the headers, before the body is read: refuse early, read nothing more.
@@ -334,13 +344,23 @@ class CompletionsHandler(_Base):
             if int(counts.pop()) > limit:
                 await self._refuse_body(limit)
                 return
+        encoding = self.request.headers.get("Content-Encoding", "").strip().lower()
+        if encoding in _ZLIB_WINDOW:
+            self.decoder = zlib.decompressobj(_ZLIB_WINDOW[encoding])
+        elif encoding not in ("", "identity"):
+            await self._refuse(415, f"The request body is encoded as {encoding[:40]!r}; send it "
+                                    "uncompressed, or as gzip or deflate.",
+                               code="unsupported_content_encoding")
+            return
         # A chunked body has no length up front: data_received counts it. (tornado's own limit
         # would end the connection with a bare 400, so it is lifted for this request.)
         self.request.connection.set_max_body_size(2**62)
 
     async def _refuse_body(self, limit: int) -> None:
-        await self._refuse(413, f"The request body is over the listener's limit of {limit} "
-                                "bytes; send a shorter conversation.", code="request_too_large")
+        unpacked = ", decompressed," if self.decoder is not None else ""
+        await self._refuse(413, f"The request body{unpacked} is over the listener's limit of "
+                                f"{limit} bytes; send a shorter conversation.",
+                           code="request_too_large")
 
     async def _refuse(self, status: int, message: str, code: str | None = None) -> None:
         self.set_header("Connection", "close")
@@ -351,17 +371,34 @@ class CompletionsHandler(_Base):
     async def data_received(self, chunk: bytes) -> None:
         if self._finished:
             return  # refused; the connection is closing
+        limit = self.listener.max_body_bytes
+        if self.decoder is not None:
+            try:
+                # At most one byte past the limit, however far the bytes would expand.
+                chunk = self.decoder.decompress(chunk, limit - self.size + 1)
+            except zlib.error:
+                await self._refuse_encoding()
+                return
         self.size += len(chunk)
-        if self.size > self.listener.max_body_bytes:
-            await self._refuse_body(self.listener.max_body_bytes)
+        if self.size > limit:
+            await self._refuse_body(limit)
             return
         self.parts.append(chunk)
+
+    async def _refuse_encoding(self) -> None:
+        encoding = self.request.headers["Content-Encoding"].strip().lower()
+        await self._refuse(400, f"The request body is not valid {encoding} data, though its "
+                                f"Content-Encoding says so; send it as {encoding} or "
+                                "uncompressed, without the header.")
 
     def on_connection_close(self) -> None:
         super().on_connection_close()
         self._client_gone()
 
     async def post(self) -> None:
+        if self.decoder is not None and (not self.decoder.eof or self.decoder.unused_data):
+            await self._refuse_encoding()
+            return
         try:
             body = json.loads(b"".join(self.parts) or b"null")
         except (ValueError, RecursionError) as exc:  # bad bytes or syntax, a 5,000-digit number

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gzip
 import json
 import os
 import socket
 import subprocess
 import threading
 import time
+import zlib
 
 import httpx
 import openai
@@ -345,6 +347,67 @@ def test_a_chunked_body_over_the_limit_is_a_413_not_a_dropped_connection(tiny_en
         body = json.dumps({"prompt": "Hi", "max_tokens": 2}).encode()
         reply = httpx.post(f"{small.url}/completions", content=iter([body[:10], body[10:]]))
         assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] == 2
+
+
+def _compressed(encoding: str, data: bytes) -> bytes:
+    return gzip.compress(data) if encoding == "gzip" else zlib.compress(data)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_a_compressed_body_is_served_as_the_same_body_uncompressed(tiny_listener, encoding):
+    body = {"prompt": "Hi", "max_tokens": 3}
+    headers = {"Authorization": f"Bearer {tiny_listener.token}",
+               "Content-Type": "application/json"}
+    plain = httpx.post(f"{tiny_listener.url}/completions", json=body, headers=headers,
+                       timeout=60)
+    packed = httpx.post(f"{tiny_listener.url}/completions", timeout=60,
+                        content=_compressed(encoding, json.dumps(body).encode()),
+                        headers={**headers, "Content-Encoding": encoding.upper()})
+    assert packed.status_code == plain.status_code == 200
+    assert packed.json()["choices"][0]["text"] == plain.json()["choices"][0]["text"]
+    for count in ("prompt_tokens", "completion_tokens"):
+        assert packed.json()["usage"][count] == plain.json()["usage"][count]
+
+
+def test_a_compressed_body_is_held_to_the_limit_once_decompressed(tiny_engine):
+    """A few kilobytes of gzip that would expand to 50 MB (a zip bomb) are refused at the
+    limit, counted as they expand, never held whole."""
+    bomb = gzip.compress(b'{"prompt": "' + b" " * 50_000_000 + b'"}')
+    assert len(bomb) < 100_000
+    with Listener(tiny_engine, port=0, token="", max_body_bytes=1_000_000) as small:
+        reply = httpx.post(f"{small.url}/completions", content=bomb, timeout=60,
+                           headers={"Content-Encoding": "gzip"})
+    assert reply.status_code == 413
+    assert reply.json()["error"]["message"] == (
+        "The request body, decompressed, is over the listener's limit of 1000000 bytes; send "
+        "a shorter conversation.")
+
+
+@pytest.mark.parametrize("encoding, content, message", [
+    ("br", b"{}", "The request body is encoded as 'br'; send it uncompressed, or as gzip or "
+                  "deflate."),
+    ("gzip, br", b"{}", "The request body is encoded as 'gzip, br'; send it uncompressed, or "
+                        "as gzip or deflate."),
+    ("gzip", b'{"prompt": "Hi"}', "The request body is not valid gzip data, though its "
+                                  "Content-Encoding says so; send it as gzip or uncompressed, "
+                                  "without the header."),
+    ("gzip", gzip.compress(b'{"prompt": "Hi"}')[:-6], "The request body is not valid gzip "
+     "data, though its Content-Encoding says so; send it as gzip or uncompressed, without the "
+     "header."),
+    ("deflate", zlib.compress(b"{}") + b"{}", "The request body is not valid deflate data, "
+     "though its Content-Encoding says so; send it as deflate or uncompressed, without the "
+     "header."),
+], ids=["unknown", "two codings", "not gzip", "cut short", "bytes after the end"])
+def test_a_body_in_an_encoding_not_read_is_refused_with_the_encoding_named(
+        tiny_listener, encoding, content, message):
+    reply = httpx.post(f"{tiny_listener.url}/completions", content=content, timeout=60,
+                       headers={"Authorization": f"Bearer {tiny_listener.token}",
+                                "Content-Encoding": encoding})
+    assert reply.status_code == (415 if "encoded as" in message else 400)
+    assert reply.json()["error"]["message"] == message
+    # The listener goes on serving.
+    assert httpx.get(f"{tiny_listener.url}/models", timeout=60,
+                     headers={"Authorization": f"Bearer {tiny_listener.token}"}).status_code == 200
 
 
 @pytest.mark.parametrize("length", ["\u00b2", "abc", "-5", "1, 2", "0x10", "2 ,2"])
