@@ -210,7 +210,15 @@ class StreamFilter:
         if self.mode == TOOL:
             body = "".join(self._body) + self._tail
             self._tail = ""
-            if self._marker.is_soft:
+            if self._scanner is not None and (self._marker.leading or not self._marker.is_soft) \
+                    and body.rstrip().endswith(("]", "}")):
+                # A value that reached its last bracket but whose quotes or brackets never
+                # balanced (one call's stray quote, ``f(a=[1)``): the parser reads each call
+                # on its own, so the good ones survive a bad sibling. (Soft markers elsewhere
+                # in prose stay text: only one at the reply's start is a call list.)
+                self._body, self._end_used = [body], ""
+                self._close_call()
+            elif self._marker.is_soft:
                 self._give_back(self._marker.start + body)  # an unclosed "[" or "call:" was text
             elif not _partial_suffix(body, self._marker.end) and _is_whole(
                     body, self._marker.whole_ends):  # (not cut inside its closing marker)
@@ -306,7 +314,7 @@ class StreamFilter:
                 # The model may repeat the opening its prompt already wrote, and some write a
                 # label after it: neither is reasoning text. (An empty thought may end at
                 # once in the answer's channel, which starts with that opening.)
-                leading += [*channel, (think[0], "drop")]
+                leading += [*channel, (think[0], "drop_repeat")]
                 if fam.reasoning_prefix:
                     leading.append((fam.reasoning_prefix, "drop"))
             return anywhere, leading
@@ -339,7 +347,7 @@ class StreamFilter:
         return anywhere, leading
 
     def _transition(self, action) -> None:
-        if action == "drop":
+        if action in ("drop", "drop_repeat"):
             return
         self._after_call = False
         if isinstance(action, _AfterCall):  # a call opens, the whitespace before it dropped
@@ -549,8 +557,10 @@ def _find_marker(buf: str, anywhere, leading, max_len: int, final: bool = False)
         tail = buf[ws:]
         for marker, action in leading:
             if tail.startswith(marker):
-                # Whitespace before a think marker goes with it; before a call it is text.
-                start = ws if isinstance(action, ToolMarker) else 0
+                # Whitespace before a think marker goes with it; before a call it is text,
+                # and so it is before a repeated opening marker inside reasoning (only the
+                # marker is dropped: "<think>\n<think>\nX" is the reasoning "\n\nX").
+                start = ws if isinstance(action, ToolMarker) or action == "drop_repeat" else 0
                 return (start, ws + len(marker), action)
             if len(marker) > len(tail) and marker.startswith(tail) and not final:
                 return (0, None, None)

@@ -123,10 +123,15 @@ def _chat_logprobs(items: list[TokenLogprobs]) -> dict:
     ]}
 
 
-def _text_logprobs(items: list[TokenLogprobs], offset: int = 0) -> dict:
-    offsets, pos = [], offset
+def _text_logprobs(items: list[TokenLogprobs], *, at: int = 0, skip: int = 0,
+                   end: int | None = None) -> dict:
+    """The legacy ``logprobs`` object. ``text_offset`` indexes the reply's text: tokens'
+    text from ``at`` on, less the ``skip`` leading characters the text lacks, at most
+    ``end`` (the text's length so far)."""
+    offsets, pos = [], at
     for lp in items:
-        offsets.append(pos)
+        offset = max(0, pos - skip)
+        offsets.append(offset if end is None else min(offset, end))
         pos += len(lp.token)
     return {
         "tokens": [lp.token for lp in items],
@@ -136,6 +141,13 @@ def _text_logprobs(items: list[TokenLogprobs], offset: int = 0) -> dict:
         "top_logprobs": [{**dict(lp.top), lp.token: lp.logprob} for lp in items],
         "text_offset": offsets,
     }
+
+
+def _dropped_space(items: list[TokenLogprobs], text: str) -> int:
+    """Leading whitespace of the tokens' text that the reply's text lacks: a detokenizer
+    drops the space a reply's first token starts with (``" 4"`` reads ``"4"``)."""
+    tokens = "".join(lp.token for lp in items)
+    return max(0, (len(tokens) - len(tokens.lstrip())) - (len(text) - len(text.lstrip())))
 
 
 def _head(request_id: str, obj: str, request: GenerationRequest, created: int) -> dict:
@@ -220,7 +232,8 @@ def text_completion(events, *, request: GenerationRequest, request_id: str, crea
     r = collect(events)
     choice = {"index": 0, "finish_reason": r.finish_reason, "text": r.content}
     if request.logprobs:
-        choice["logprobs"] = _text_logprobs(r.logprobs)
+        choice["logprobs"] = _text_logprobs(r.logprobs, skip=_dropped_space(r.logprobs, r.content),
+                                            end=len(r.content))
     return {**_head(request_id, "text_completion", request, created),
             "choices": [choice], "usage": _usage(r.usage)}
 
@@ -232,14 +245,20 @@ class CompletionChunks:
         self.request = request
         self.head = _head(request_id, "text_completion", request, created)
         self.pending: list[TokenLogprobs] = []
-        self.offset = 0
+        self.at = 0  # characters of token text sent so far
+        self.sent = 0  # characters of reply text sent so far
+        self.skip: int | None = None  # decided by the first chunk that carries tokens
         self.usage: Usage | None = None
 
     def _chunk(self, text: str, finish_reason=None) -> dict:
         choice = {"index": 0, "finish_reason": finish_reason, "text": text}
+        self.sent += len(text)
         if self.request.logprobs:
-            choice["logprobs"] = _text_logprobs(self.pending, self.offset)
-            self.offset += sum(len(lp.token) for lp in self.pending)
+            if self.skip is None and self.pending:
+                self.skip = _dropped_space(self.pending, text)
+            choice["logprobs"] = _text_logprobs(self.pending, at=self.at, skip=self.skip or 0,
+                                                end=self.sent)
+            self.at += sum(len(lp.token) for lp in self.pending)
             self.pending.clear()
         return {**self.head, "choices": [choice]}
 

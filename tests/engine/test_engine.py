@@ -49,6 +49,18 @@ def test_completions_stop_at_max_tokens(smollm2_engine):
     assert r["usage"]["completion_tokens"] == 3
 
 
+def test_completion_text_offsets_index_the_text_after_its_dropped_leading_space(smollm2_engine):
+    body = {"prompt": "1, 2, 3,", "max_tokens": 5, "logprobs": 2, "temperature": 0}
+    choice = smollm2_engine.completions(body)["choices"][0]
+    text, logprobs = choice["text"], choice["logprobs"]
+    assert text == "4, 5" and logprobs["tokens"] == [" ", "4", ",", " ", "5"]
+    assert logprobs["text_offset"] == [0, 0, 1, 2, 3]  # the dropped space starts where "4" does
+    chunks = [c["choices"][0] for c in smollm2_engine.completions({**body, "stream": True})
+              if c["choices"]]
+    assert "".join(c["text"] for c in chunks) == text
+    assert [o for c in chunks for o in c["logprobs"]["text_offset"]] == logprobs["text_offset"]
+
+
 @pytest.mark.parametrize("name", ["reason_then_answer", "thinking_disabled", "answer_from_tool_result"])
 def test_tiny_reasoner_reasoning_goes_to_reasoning_and_the_answer_to_content(
     tiny_engine, name, script_body, scripts

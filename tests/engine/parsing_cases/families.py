@@ -417,6 +417,26 @@ CASES += [
     ("pythonic_unclosed_bracket_keeps_its_siblings", "pythonic",
      "<|python_start|>[get_time(tz='UTC'), f(a=[1, 2)]<|python_end|> ok", {},
      expect(content=" ok", tool_calls=[TIME], problems=["f(a=[1, 2)"])),
+    # vLLM's test_good_call_survives_unparsable_sibling: a bare list (or one after Llama's
+    # python tag) whose brackets or quotes never balance ends at the reply's end; its good
+    # calls survive.
+    ("pythonic_bare_list_bad_bracket_keeps_its_siblings", "pythonic",
+     "[get_weather(city='San Francisco', metric='celsius'), f(a=[1)]", {},
+     expect(tool_calls=[("get_weather", {"city": "San Francisco", "metric": "celsius"})],
+            problems=["f(a=[1)"])),
+    ("pythonic_bare_list_stray_quote_keeps_its_siblings", "pythonic",
+     "[get_weather(city='Paris'), f(a='x 'y', b='z')]", {},
+     expect(tool_calls=[("get_weather", {"city": "Paris"}), ("f", {"a": "x 'y", "b": "z"})])),
+    ("llama3_json_python_tag_list_bad_bracket_keeps_its_siblings", "llama3_json",
+     "<|python_tag|>[get_weather(city='Paris'), f(a=[1)]", {},
+     expect(tool_calls=[("get_weather", {"city": "Paris"})], problems=["f(a=[1)"])),
+    ("pythonic_unbalanced_list_then_prose_is_content", "pythonic",
+     "[f(a='x 'y')] is what I would call.", {},
+     expect(content="[f(a='x 'y')] is what I would call.")),
+    # Only a repeated opening marker is dropped inside reasoning, not the newlines around it.
+    ("qwen3_repeated_think_keeps_its_newlines", "qwen3",
+     "<think>\n<think>\n<think>\nX</think>Y", {},
+     expect(reasoning="\n\n\nX", content="Y")),
     # Issue 12: a string="false" value that is not JSON keeps its raw text; the call survives.
     ("deepseek_v4_string_false_not_json_is_kept_raw", "deepseek_v4",
      (f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
