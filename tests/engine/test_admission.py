@@ -100,6 +100,7 @@ BAD = [
     ({"messages": USER, "stop": 5}, "stop"),
     ({"messages": USER, "logprobs": "yes"}, "logprobs"),
     ({"messages": USER, "top_logprobs": 50}, "top_logprobs"),
+    ({"messages": USER, "logprobs": False, "top_logprobs": 3}, "top_logprobs"),
     ({"messages": USER, "seed": "42"}, "seed"),
     ({"messages": USER, "seed": -1}, "seed"),
     ({"messages": USER, "seed": 2**64}, "seed"),
