@@ -61,6 +61,9 @@ class ToolMarker:
     only_with_tools: bool = False
     """Markup only when the request offered tools (Llama's ``{`` anywhere in a reply): without
     tools the model has nothing to call, and such text is the answer."""
+    offered_names: bool = False
+    """When the request offered tools, a call here must name one of them, else it stays text
+    (Gemma's bare ``call:name{...}`` in an answer that explains the syntax)."""
     whole_ends: tuple[str, ...] = ()
     """What a call's own element ends in (``</function>``, ``</invoke>``…), or how a whole
     body reads (``WHOLE_JSON``, ``WHOLE_FUNCTION_JSON``, ``WHOLE_PARSE``). A call the reply
@@ -204,7 +207,8 @@ FAMILIES: dict[str, Family] = {
             think=(gemma4.think_start, gemma4.think_end),
             tools=(
                 _calls("gemma4", ends=(gemma4.turn_end,), whole_ends=("}",)),
-                ToolMarker(gemma4.bare_call_start, "", scanner="bare_call", keep=True, soft=True),
+                ToolMarker(gemma4.bare_call_start, "", scanner="bare_call", keep=True, soft=True,
+                           offered_names=True),
             ),
             parser="gemma4",
             think_anywhere=True,

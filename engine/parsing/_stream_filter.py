@@ -70,6 +70,7 @@ class StreamFilter:
     ) -> None:
         self.family = get_family(family)
         self.tools = normalize_tools(tools)
+        self._offered = {t["function"].get("name") for t in self.tools or ()}
         if starts_in_reasoning is None and self.family.starts_in_reasoning:
             starts_in_reasoning = True
         if starts_in_reasoning and self.family.think:
@@ -426,8 +427,9 @@ class StreamFilter:
                 return
             calls = None
             message = _CUT_OFF if unclosed else f"The tool call did not parse: {exc}"
-        if calls == [] and marker.is_soft:
-            self._give_back(raw)  # "[]" in prose is no call block
+        if marker.is_soft and (calls == [] or marker.offered_names and self.tools and any(
+                isinstance(c, dict) and c["name"] not in self._offered for c in calls)):
+            self._give_back(raw)  # "[]" in prose is no call block, nor a call of no tool offered
             return
         if marker.is_soft:
             if self._soft_from == UNDECIDED:

@@ -56,10 +56,20 @@ def parse_calls(family: Family, text: str, tools) -> list[dict[str, Any] | CallP
         except (ValueError, TypeError) as exc:
             if len(items) == 1:
                 raise
-            calls.append(CallProblem("", str(exc)))
+            # The bad item's own text, so that its good siblings are not shown twice (once
+            # as calls, once inside the whole block the problem would otherwise carry).
+            calls.append(CallProblem(_item_text(item), str(exc)))
     if all(isinstance(c, CallProblem) for c in calls):
         raise ValueError("; ".join(c.message for c in calls))  # nothing parsed: one problem
     return calls
+
+
+def _item_text(item: Any) -> str:
+    """A list item that is no call, as JSON text ("" if it cannot be written as JSON)."""
+    try:
+        return json.dumps(item, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return ""
 
 
 def normalize_tools(tools: list[Any] | None) -> list[dict[str, Any]] | None:

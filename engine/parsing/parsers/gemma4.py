@@ -110,6 +110,8 @@ class _Reader:
             else:
                 colon = text.find(":", pos)
                 key = text[pos:colon].strip() if colon != -1 else ""
+                if len(key) > 2 and key[0] == key[-1] == '"':
+                    key = key[1:-1]  # a key the model quoted JSON's way: the quotes are no name
             if colon == -1 or not key:
                 raise ValueError(f"malformed argument near {text[pos:pos + 40]!r}")
             result[key], pos = self.value(colon + 1, ",}")

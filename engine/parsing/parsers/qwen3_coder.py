@@ -36,13 +36,28 @@ def parse_tool_call(text: str, tools: Any | None = None):
     calls = []
     pos = text.find(function_start)
     while pos != -1:
-        end = text.find(function_end, pos)
-        stop = end if end != -1 else len(text)
+        stop = _function_stop(text, pos + len(function_start))
         calls.append(_parse_function(text[pos + len(function_start): stop], tools))
         pos = text.find(function_start, stop)
     if not calls:
         raise ValueError("No function provided.")
     return calls[0] if len(calls) == 1 else calls
+
+
+def _function_stop(text: str, start: int) -> int:
+    """Where the function element whose name starts at ``start`` ends: at the
+    ``</function>`` after its last parameter's value (a value may hold the tag itself: code
+    or docs about this format), or at the end of ``text``."""
+    at = start
+    while True:
+        end, param = text.find(function_end, at), text.find(_PARAM, at)
+        if param == -1 or end != -1 and end < param:
+            return end if end != -1 else len(text)
+        try:
+            _, value_start = _tag_name(text, param + len(_PARAM), "parameter")
+        except ValueError:
+            return end if end != -1 else len(text)
+        at = _value_end(text, value_start)  # (past the opening: each turn moves on)
 
 
 _TAG_NAME = re.compile(r"\s*(?:([^\n<>]*?[^\s<>])\s*>|([^\s<>]+)(?=[\s<]))")
@@ -96,7 +111,7 @@ def _value_end(body: str, start: int) -> int:
     whole ``<parameter=…>…</parameter>`` pairs and closers followed by other text inside the
     value: a value may hold such markup (an agent writing a parser's fixture), as vLLM's
     parser reads it. A value the model never closed ends at the first closer or the next
-    parameter, whichever comes first.
+    parameter or the function's end, whichever comes first.
     """
     depth = openings = 0
     for tag in _TAGS.finditer(body, start):
@@ -109,7 +124,8 @@ def _value_end(body: str, start: int) -> int:
             depth -= 1
         elif _NEXT_PARAMETER.match(body, tag.end()):
             return tag.start()
-    ends = [i for i in (body.find(_PARAM_END, start), body.find(_PARAM, start)) if i != -1]
+    ends = [i for i in (body.find(_PARAM_END, start), body.find(_PARAM, start),
+                        body.find(function_end, start)) if i != -1]
     return min(ends) if ends else len(body)
 
 
@@ -117,7 +133,8 @@ _MARKUP_IN_A_VALUE = 64
 """Parameter openings looked at inside one value: more are not a value's markup, and the
 bound keeps a body of thousands of parameters linear (each value's scan stops here)."""
 
-_NEXT_PARAMETER = re.compile(r"\s*(?:\Z|" + re.escape(_PARAM) + _TAG_NAME.pattern + ")")
+_NEXT_PARAMETER = re.compile(r"\s*(?:\Z|" + re.escape(function_end) + "|" + re.escape(_PARAM)
+                             + _TAG_NAME.pattern + ")")
 """What follows a value's real closer: the function's end or its next parameter."""
 
 

@@ -433,6 +433,32 @@ CASES += [
     ("pythonic_unbalanced_list_then_prose_is_content", "pythonic",
      "[f(a='x 'y')] is what I would call.", {},
      expect(content="[f(a='x 'y')] is what I would call.")),
+    # mlx-lm's test: a value holding "</function>" (code or docs about the format) is whole.
+    ("qwen3_coder_value_holding_the_function_end_is_whole", "qwen3_coder",
+     ("<tool_call>\n<function=w>\n<parameter=content>\na </function> b\n</parameter>\n"
+      "</function>\n</tool_call>"), {"starts_in_reasoning": False},
+     expect(tool_calls=[("w", {"content": "a </function> b"})])),
+    ("qwen3_coder_value_left_open_ends_at_the_function_end", "qwen3_coder",
+     ("<tool_call>\n<function=w>\n<parameter=content>\nq\n</function>\n<function=w>\n"
+      "<parameter=content>\nz\n</parameter>\n</function>\n</tool_call>"),
+     {"starts_in_reasoning": False},
+     expect(tool_calls=[("w", {"content": "q"}), ("w", {"content": "z"})])),
+    # A bare Gemma call in an answer that names no offered tool is the answer explaining it;
+    # without tools offered it is read as vLLM's offline helper reads it, a call.
+    ("gemma4_bare_call_of_no_offered_tool_is_text", "gemma4",
+     'You write call:get_weather{city:<|"|>Paris<|"|>} to call it.', {"tools": STR_TOOLS},
+     expect(content='You write call:get_weather{city:<|"|>Paris<|"|>} to call it.')),
+    ("gemma4_json_quoted_key_is_the_bare_name", "gemma4",
+     '<|tool_call>call:get_weather{"city":<|"|>Paris<|"|>}<tool_call|>', {},
+     expect(tool_calls=[("get_weather", {"city": "Paris"})])),
+    ("longcat_call_without_arguments", "longcat",
+     "<longcat_tool_call>get_time\n</longcat_tool_call>", {},
+     expect(tool_calls=[("get_time", {})])),
+    # vLLM's mistral list with one bad item: the good call is kept, and the problem (whose
+    # text the reply's content shows) is the bad item alone, not the whole list again.
+    ("mistral_list_with_a_bad_item_keeps_the_good_call_once", "mistral",
+     '[TOOL_CALLS][{"name": "f", "arguments": {"a": 1}}, {"arguments": {}}]', {},
+     expect(tool_calls=[("f", {"a": 1})], problems=['{"arguments": {}}'])),
     # Only a repeated opening marker is dropped inside reasoning, not the newlines around it.
     ("qwen3_repeated_think_keeps_its_newlines", "qwen3",
      "<think>\n<think>\n<think>\nX</think>Y", {},
