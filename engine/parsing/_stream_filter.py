@@ -212,11 +212,11 @@ class StreamFilter:
             body = "".join(self._body) + self._tail
             self._tail = ""
             if self._scanner is not None and (self._marker.leading or not self._marker.is_soft) \
-                    and body.rstrip().endswith(("]", "}")):
-                # A value that reached its last bracket but whose quotes or brackets never
-                # balanced (one call's stray quote, ``f(a=[1)``): the parser reads each call
-                # on its own, so the good ones survive a bad sibling. (Soft markers elsewhere
-                # in prose stay text: only one at the reply's start is a call list.)
+                    and _CALL_LIST_END.search(body):
+                # A call list that reached its ")]" but whose quotes or brackets never balanced
+                # (one call's stray quote, ``f(a=[1)``): the parser reads each call on its own,
+                # so the good ones survive a bad sibling. A list cut short (by max_tokens) ends
+                # elsewhere and stays what it was; so do soft markers in prose.
                 self._body, self._end_used = [body], ""
                 self._close_call()
             elif self._marker.is_soft:
@@ -508,6 +508,8 @@ def _is_whole(body: str, whole_ends: tuple[str, ...]) -> bool:
             return True
     return False
 
+
+_CALL_LIST_END = re.compile(r"\)\s*\]\s*\Z")
 
 _LLAMA_OPENING = re.compile(r"<function=[^>\n]*>")
 

@@ -330,7 +330,8 @@ def _logprobs(body, kind: str, config: EngineConfig, limits: ModelLimits) -> tup
     logprobs = _flag(body, "logprobs")
     top = _number(body, "top_logprobs", config.sampling_default("top_logprobs"),
                   integer=True, lo=0, hi=most, allow=(-1,))
-    if top > 0 and body.get("logprobs") is False:
+    asked = body.get("top_logprobs")
+    if body.get("logprobs") is False and isinstance(asked, int) and asked > 0:
         # (Left out, 'logprobs' follows 'top_logprobs', as mlx_lm.server reads it; set false
         # beside it, the body contradicts itself, and OpenAI and vLLM refuse it too.)
         _fail("'top_logprobs' needs 'logprobs' true; it is false here.", "top_logprobs")

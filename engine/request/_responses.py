@@ -143,11 +143,12 @@ def _text_logprobs(items: list[TokenLogprobs], *, at: int = 0, skip: int = 0,
     }
 
 
-def _dropped_space(items: list[TokenLogprobs], text: str) -> int:
-    """Leading whitespace of the tokens' text that the reply's text lacks: a detokenizer
-    drops the space a reply's first token starts with (``" 4"`` reads ``"4"``)."""
-    tokens = "".join(lp.token for lp in items)
-    return max(0, (len(tokens) - len(tokens.lstrip())) - (len(text) - len(text.lstrip())))
+def _dropped_space(tokens: str, text: str) -> int:
+    """How much leading whitespace of the tokens' text the reply's text lacks: a detokenizer
+    drops the space a reply's first token starts with (``" 4"`` reads ``"4"``). The text may
+    end sooner (a stop string, or a stream holding a tail back), never start later."""
+    lead = len(tokens) - len(tokens.lstrip())
+    return next((k for k in range(lead + 1) if tokens.startswith(text, k)), 0)
 
 
 def _head(request_id: str, obj: str, request: GenerationRequest, created: int) -> dict:
@@ -232,7 +233,8 @@ def text_completion(events, *, request: GenerationRequest, request_id: str, crea
     r = collect(events)
     choice = {"index": 0, "finish_reason": r.finish_reason, "text": r.content}
     if request.logprobs:
-        choice["logprobs"] = _text_logprobs(r.logprobs, skip=_dropped_space(r.logprobs, r.content),
+        tokens = "".join(lp.token for lp in r.logprobs)
+        choice["logprobs"] = _text_logprobs(r.logprobs, skip=_dropped_space(tokens, r.content),
                                             end=len(r.content))
     return {**_head(request_id, "text_completion", request, created),
             "choices": [choice], "usage": _usage(r.usage)}
@@ -247,15 +249,18 @@ class CompletionChunks:
         self.pending: list[TokenLogprobs] = []
         self.at = 0  # characters of token text sent so far
         self.sent = 0  # characters of reply text sent so far
-        self.skip: int | None = None  # decided by the first chunk that carries tokens
+        self.skip: int | None = None  # decided once some text came (``_dropped_space``)
+        self.tokens = ""  # the tokens' text until then
         self.usage: Usage | None = None
 
     def _chunk(self, text: str, finish_reason=None) -> dict:
         choice = {"index": 0, "finish_reason": finish_reason, "text": text}
         self.sent += len(text)
         if self.request.logprobs:
-            if self.skip is None and self.pending:
-                self.skip = _dropped_space(self.pending, text)
+            if self.skip is None:
+                self.tokens += "".join(lp.token for lp in self.pending)
+                if text:
+                    self.skip = _dropped_space(self.tokens, text)
             choice["logprobs"] = _text_logprobs(self.pending, at=self.at, skip=self.skip or 0,
                                                 end=self.sent)
             self.at += sum(len(lp.token) for lp in self.pending)

@@ -325,6 +325,7 @@ class CompletionsHandler(_Base):
         """Bytes of the body read so far, decompressed."""
         self.decoder: Any = None
         """A zlib decompressor for a gzip or deflate body (``Content-Encoding``)."""
+        self.window = 0
 
     async def prepare(self) -> None:
         # Runs after the headers, before the body is read: refuse early, read nothing more.
@@ -346,7 +347,8 @@ class CompletionsHandler(_Base):
                 return
         encoding = self.request.headers.get("Content-Encoding", "").strip().lower()
         if encoding in _ZLIB_WINDOW:
-            self.decoder = zlib.decompressobj(_ZLIB_WINDOW[encoding])
+            self.window = _ZLIB_WINDOW[encoding]
+            self.decoder = zlib.decompressobj(self.window)
         elif encoding not in ("", "identity"):
             await self._refuse(415, f"The request body is encoded as {encoding[:40]!r}; send it "
                                     "uncompressed, or as gzip or deflate.",
@@ -375,7 +377,7 @@ class CompletionsHandler(_Base):
         if self.decoder is not None:
             try:
                 # At most one byte past the limit, however far the bytes would expand.
-                chunk = self.decoder.decompress(chunk, limit - self.size + 1)
+                chunk = self._inflate(chunk, limit - self.size + 1)
             except zlib.error:
                 await self._refuse_encoding()
                 return
@@ -384,6 +386,23 @@ class CompletionsHandler(_Base):
             await self._refuse_body(limit)
             return
         self.parts.append(chunk)
+
+    def _inflate(self, data: bytes, most: int) -> bytes:
+        """``data`` decompressed, at most ``most`` bytes. A gzip body may hold several members
+        one after another, and zero padding between or after them, as ``gzip -d`` and
+        Python's ``gzip`` read it (RFC 1952); other bytes after the end are an error."""
+        out = b""
+        while data and len(out) < most:
+            if self.decoder.eof:
+                data = data.lstrip(b"\0")
+                if not data:
+                    break
+                if self.window == _ZLIB_WINDOW["deflate"]:
+                    raise zlib.error("data after the end of the deflate stream")
+                self.decoder = zlib.decompressobj(self.window)
+            out += self.decoder.decompress(data, most - len(out))
+            data = self.decoder.unused_data if self.decoder.eof else b""
+        return out
 
     async def _refuse_encoding(self) -> None:
         encoding = self.request.headers["Content-Encoding"].strip().lower()
@@ -396,7 +415,7 @@ class CompletionsHandler(_Base):
         self._client_gone()
 
     async def post(self) -> None:
-        if self.decoder is not None and (not self.decoder.eof or self.decoder.unused_data):
+        if self.decoder is not None and not self.decoder.eof:
             await self._refuse_encoding()
             return
         try:

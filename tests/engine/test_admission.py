@@ -35,6 +35,12 @@ def test_engine_defaults_and_body_override_in_that_order():
     assert r.sampling.temperature == 0.7 and r.max_tokens == 9
 
 
+def test_a_served_top_logprobs_default_does_not_refuse_a_body_with_logprobs_false():
+    config = EngineConfig(default_sampling={"top_logprobs": 3})
+    r = admit({"messages": USER, "logprobs": False}, kind="chat", config=config)
+    assert r.top_logprobs == 3  # as before: the server's default still asks for them
+
+
 def test_max_completion_tokens_wins_over_max_tokens():
     assert chat(max_tokens=5, max_completion_tokens=7).max_tokens == 7
 

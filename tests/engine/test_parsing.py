@@ -470,3 +470,13 @@ def test_arguments_too_deep_to_decode_sink_only_their_own_call():
     parsed = parse_output(text, "mistral", starts_in_reasoning=False)
     assert parsed.tool_calls == [{"name": "f", "arguments": {"a": 1}}]
     assert "the arguments of 'g' are the text" in parsed.problems[0].message
+
+
+@pytest.mark.parametrize("family, text", [
+    ("mistral", '[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1, "b": 2}}'),
+    ("llama3_json", '<|python_tag|>{"name": "get_weather", "arguments": {"city": "Paris"}'),
+    ("llama3_json", "<|python_tag|>[f(a=1), g(b=[2]"),
+])
+def test_a_call_cut_short_at_a_closing_bracket_says_it_was_cut_off(family, text):
+    (problem,) = parse_output(text, family).problems
+    assert problem.message == "The tool call was cut off before it was closed."

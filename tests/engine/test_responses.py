@@ -97,6 +97,17 @@ def test_completions_return_raw_text_with_legacy_logprobs():
     assert [c["choices"][0]["logprobs"]["text_offset"] for c in chunks[:2]] == [[0], [4]]
 
 
+def test_text_offsets_count_a_held_back_tail_as_sent_later_not_dropped():
+    # A stop string ("\n\n") held the first token's "\n" back: nothing was dropped.
+    lps = [TokenLogprobs(token_id=1, token=" \n", logprob=-0.1, top=()),
+           TokenLogprobs(token_id=2, token="Hi", logprob=-0.2, top=())]
+    events = [lps[0], ContentDelta(" "), lps[1], ContentDelta("\nHi"), USAGE, Finished("length")]
+    whole = built(text_completion, events, completion(logprobs=0))["choices"][0]
+    assert whole["text"] == " \nHi" and whole["logprobs"]["text_offset"] == [0, 2]
+    chunks = list(built(completion_chunks, events, completion(stream=True, logprobs=0)))
+    assert [o for c in chunks[:2] for o in c["choices"][0]["logprobs"]["text_offset"]] == [0, 2]
+
+
 @pytest.mark.parametrize("builder", [chat_completion, chat_chunks])
 def test_an_error_event_raises_an_openai_error(builder):
     with pytest.raises(EngineRequestError, match="boom") as caught:

@@ -369,6 +369,19 @@ def test_a_compressed_body_is_served_as_the_same_body_uncompressed(tiny_listener
         assert packed.json()["usage"][count] == plain.json()["usage"][count]
 
 
+@pytest.mark.parametrize("pack", [
+    lambda b: gzip.compress(b[:7]) + gzip.compress(b[7:]),  # two members, as `cat a.gz b.gz`
+    lambda b: gzip.compress(b) + b"\0" * 8,  # zero padding after the member
+], ids=["two members", "zero padding"])
+def test_a_gzip_body_is_read_as_gzip_reads_it(tiny_listener, pack):
+    body = json.dumps({"prompt": "Hi", "max_tokens": 2}).encode()
+    assert gzip.decompress(pack(body)) == body
+    reply = httpx.post(f"{tiny_listener.url}/completions", content=pack(body), timeout=60,
+                       headers={"Authorization": f"Bearer {tiny_listener.token}",
+                                "Content-Encoding": "gzip"})
+    assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] == 2
+
+
 def test_a_compressed_body_is_held_to_the_limit_once_decompressed(tiny_engine):
     """A few kilobytes of gzip that would expand to 50 MB (a zip bomb) are refused at the
     limit, counted as they expand, never held whole."""
@@ -397,7 +410,10 @@ def test_a_compressed_body_is_held_to_the_limit_once_decompressed(tiny_engine):
     ("deflate", zlib.compress(b"{}") + b"{}", "The request body is not valid deflate data, "
      "though its Content-Encoding says so; send it as deflate or uncompressed, without the "
      "header."),
-], ids=["unknown", "two codings", "not gzip", "cut short", "bytes after the end"])
+    ("gzip", gzip.compress(b"{}") + b"{}", "The request body is not valid gzip data, though "
+     "its Content-Encoding says so; send it as gzip or uncompressed, without the header."),
+], ids=["unknown", "two codings", "not gzip", "cut short", "bytes after the end",
+        "bytes after the gzip member"])
 def test_a_body_in_an_encoding_not_read_is_refused_with_the_encoding_named(
         tiny_listener, encoding, content, message):
     reply = httpx.post(f"{tiny_listener.url}/completions", content=content, timeout=60,

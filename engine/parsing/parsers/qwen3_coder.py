@@ -48,9 +48,11 @@ def _function_stop(text: str, start: int) -> int:
     """Where the function element whose name starts at ``start`` ends: at the
     ``</function>`` after its last parameter's value (a value may hold the tag itself: code
     or docs about this format), or at the end of ``text``."""
-    at = start
+    at, end = start, text.find(function_end, start)
     while True:
-        end, param = text.find(function_end, at), text.find(_PARAM, at)
+        if end != -1 and end < at:  # (found again only once passed: linear in the body)
+            end = text.find(function_end, at)
+        param = text.find(_PARAM, at)
         if param == -1 or end != -1 and end < param:
             return end if end != -1 else len(text)
         try:
