@@ -331,9 +331,11 @@ def _logprobs(body, kind: str, config: EngineConfig, limits: ModelLimits) -> tup
     top = _number(body, "top_logprobs", config.sampling_default("top_logprobs"),
                   integer=True, lo=0, hi=most, allow=(-1,))
     asked = body.get("top_logprobs")
-    if body.get("logprobs") is False and isinstance(asked, int) and asked > 0:
+    if kind == "chat" and body.get("logprobs") is False and isinstance(asked, int) and asked > 0:
         # (Left out, 'logprobs' follows 'top_logprobs', as mlx_lm.server reads it; set false
-        # beside it, the body contradicts itself, and OpenAI and vLLM refuse it too.)
+        # beside it, a chat body contradicts itself, and OpenAI and vLLM refuse it too. A
+        # legacy completion has no 'top_logprobs' in OpenAI's API: there it is mlx_lm.server's
+        # field, served as that server serves it.)
         _fail("'top_logprobs' needs 'logprobs' true; it is false here.", "top_logprobs")
     return logprobs or top > 0, max(top, 0)
 
