@@ -88,6 +88,11 @@ class TokenLogprobs:
     """(token text, logprob) pairs, most likely first."""
     from_draft: bool | None = None
     """With a draft model: True when the draft proposed this token and the model kept it."""
+    raw: bytes | None = None
+    """The token's own UTF-8 bytes where its text cannot show them: a piece of a character
+    (an emoji's first two bytes), whose ``token`` reads U+FFFD. None: ``token`` encoded."""
+    top_raw: tuple[bytes | None, ...] = ()
+    """``raw`` of each alternative in ``top``, where it has one (empty: none has)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import functools
 from typing import Any
 
 __all__ = ["role_mapping_prompt", "system_fingerprint", "hf_tokenizer", "infer_tool_parser",
-           "infer_thinking", "batch_generator", "copy_prompt_cache"]
+           "bpe_byte_decoder", "infer_thinking", "batch_generator", "copy_prompt_cache"]
 
 
 def role_mapping_prompt(messages: list[dict], role_mapping: dict | None) -> str:
@@ -42,6 +42,14 @@ def infer_tool_parser(hf_tokenizer: Any) -> str | None:
     from mlx_lm.tokenizer_utils import _infer_tool_parser
 
     return _infer_tool_parser(hf_tokenizer)
+
+
+def bpe_byte_decoder() -> dict[str, int]:
+    """mlx-lm's ``_byte_decoder``: GPT-2's table from a byte-level BPE token's characters to
+    the bytes they stand for, as its BPE detokenizer reads tokens."""
+    from mlx_lm.tokenizer_utils import _byte_decoder
+
+    return _byte_decoder()
 
 
 def infer_thinking(hf_tokenizer: Any) -> tuple:

@@ -18,6 +18,7 @@ from .._events import (
     ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, Started, TokenLogprobs,
     ToolCall, Usage,
 )
+from .._upstream import bpe_byte_decoder
 from ..parsing import StreamFilter
 from ._think_budget import reasoning_token_count, think_budget_for
 
@@ -213,7 +214,7 @@ class ReplyStream:
 
     def _logprobs(self, token: int, logprobs, from_draft: bool | None = None) -> None:
         decode = self.tokenizer.decode
-        top = ()
+        top, top_raw = (), ()
         k = self.request.top_logprobs
         if k > 0:
             idx = mx.argpartition(-logprobs, kth=k - 1)[:k]
@@ -221,5 +222,23 @@ class ReplyStream:
             ids = idx.tolist()
             pairs = sorted(zip(ids, vals), key=lambda p: -p[1])
             top = tuple((decode([i]), _finite(v)) for i, v in pairs)
-        self.out.put(TokenLogprobs(token, decode([token]), _finite(logprobs[token].item()), top,
-                                   from_draft))
+            top_raw = tuple(self._raw(i, text) for (i, _), (text, _) in zip(pairs, top))
+            if not any(top_raw):
+                top_raw = ()
+        text = decode([token])
+        self.out.put(TokenLogprobs(token, text, _finite(logprobs[token].item()), top,
+                                   from_draft, self._raw(token, text), top_raw))
+
+    def _raw(self, token: int, text: str) -> bytes | None:
+        """A token's own bytes when its text is a piece of a character (U+FFFD), as the
+        detokenizer's table holds them (byte-level BPE and SentencePiece; None for others)."""
+        if "\ufffd" not in text:
+            return None
+        table = getattr(self.detok, "tokenmap", None)
+        if table is None or not 0 <= token < len(table):
+            return None
+        piece = table[token]
+        if isinstance(piece, bytes):  # SentencePiece: "<0xF0>" already read as its byte
+            return piece.replace("\u2581".encode(), b" ")
+        decoder = bpe_byte_decoder()  # byte-level BPE: one character per byte
+        return b"".join(bytes([decoder[c]]) if c in decoder else c.encode() for c in piece)

@@ -105,18 +105,21 @@ def _tool_call(call: ToolCall, streaming: bool) -> dict:
     return out
 
 
-def _bytes(text: str) -> list[int]:
-    return list(text.encode("utf-8"))
+def _bytes(text: str, raw: bytes | None = None) -> list[int]:
+    return list(text.encode("utf-8") if raw is None else raw)
 
 
 def _chat_logprobs(items: list[TokenLogprobs]) -> dict:
+    # ``bytes`` are the token's own (a piece of an emoji too), so that joined they give the
+    # reply's text, as OpenAI's field is meant to.
     return {"content": [
         {
             "token": lp.token,
             "logprob": lp.logprob,
-            "bytes": _bytes(lp.token),
+            "bytes": _bytes(lp.token, lp.raw),
             "top_logprobs": [
-                {"token": t, "logprob": v, "bytes": _bytes(t)} for t, v in lp.top
+                {"token": t, "logprob": v, "bytes": _bytes(t, raw)}
+                for (t, v), raw in zip(lp.top, lp.top_raw or (None,) * len(lp.top))
             ],
         }
         for lp in items

@@ -61,6 +61,17 @@ def test_completion_text_offsets_index_the_text_after_its_dropped_leading_space(
     assert [o for c in chunks for o in c["logprobs"]["text_offset"]] == logprobs["text_offset"]
 
 
+def test_chat_logprob_bytes_of_the_pieces_of_an_emoji_join_into_the_reply(smollm2_engine):
+    body = {"messages": [{"role": "user", "content": "Reply with only these emoji: 🔴🟢🔵"}],
+            "logprobs": True, "top_logprobs": 2, "temperature": 0, "max_tokens": 12}
+    choice = smollm2_engine.chat_completions(body)["choices"][0]
+    content = choice["logprobs"]["content"]
+    assert content[0]["token"] == "\ufffd" and content[0]["bytes"] == [240, 159]  # 🔴's first two
+    joined = bytes(b for item in content for b in item["bytes"]).decode()
+    assert joined.startswith(choice["message"]["content"]) and "🔴" in joined
+    assert content[0]["top_logprobs"][0]["bytes"] == [240, 159]
+
+
 @pytest.mark.parametrize("name", ["reason_then_answer", "thinking_disabled", "answer_from_tool_result"])
 def test_tiny_reasoner_reasoning_goes_to_reasoning_and_the_answer_to_content(
     tiny_engine, name, script_body, scripts
