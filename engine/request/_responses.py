@@ -167,7 +167,9 @@ def _head(request_id: str, obj: str, request: GenerationRequest, created: int) -
 def chat_completion(events, *, request: GenerationRequest, request_id: str, created: int) -> dict:
     """A ``chat.completion`` object."""
     r = collect(events)
-    message = {"role": "assistant", "content": r.content or None}
+    # As OpenAI: null only beside tool calls; an empty answer (a stop string at its start,
+    # a cancelled request) is "" (mlx_lm.server sends null), as the stream gives it.
+    message = {"role": "assistant", "content": r.content or (None if r.tool_calls else "")}
     if r.reasoning:
         message[request.reasoning_field] = r.reasoning
     if r.tool_calls:

@@ -42,7 +42,9 @@ def built(builder, events, request):
      {"role": "assistant", "content": None, "tool_calls": [
          {"function": {"name": "f", "arguments": '{"x": 1}'}, "type": "function", "id": "c1"}]},
      "tool_calls"),
-    ([USAGE, Finished("cancelled")], {"role": "assistant", "content": None}, "cancelled"),
+    ([USAGE, Finished("cancelled")], {"role": "assistant", "content": ""}, "cancelled"),
+    ([ReasoningDelta("Hm."), USAGE, Finished("length")],
+     {"role": "assistant", "content": "", "reasoning": "Hm."}, "length"),
 ])
 def test_chat_completion_gathers_the_message(events, message, finish):
     out = built(chat_completion, events, chat())
