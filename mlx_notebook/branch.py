@@ -35,6 +35,11 @@ def _forced_id(engine: Any, turn: Turn, at: int, token: str | int) -> int:
         return token
     if not isinstance(token, str) or not token:
         raise ValueError("token must be a token id or the token's text (e.g. ' Lyon').")
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError:  # (the tokenizer's own error names its input types)
+        raise ValueError(f"{token!r} holds a lone surrogate, which is no text a model's "
+                         "tokens spell; pick one of the alternatives or a token id.") from None
     offered = turn.logprobs[at]["top_logprobs"] if at < len(turn.logprobs) else ()
     ids = engine.tokenizer.encode(token, add_special_tokens=False)
     if len(ids) != 1:

@@ -53,10 +53,11 @@ SUBCOMMANDS = ("status", "serve", "unload", "cache", "render", "trace", "session
                "config", "tools", "panel", "help")
 """``%mlx`` subcommands in the order help lists them; ``%mlx NAME`` runs method ``_NAME``."""
 
-def _flags_as_settings(line: str, keys: set[str]) -> str:
+def _flags_as_settings(line: str, keys: set[str], switches: set[str] = frozenset()) -> str:
     """``%mlx config`` settings written as a cell's flags, as the settings they mean:
     ``--max-tokens 5`` and ``--max-tokens=5`` as ``max-tokens=5``, ``--raw`` as ``raw=true``,
-    ``--no-think`` as ``think=false`` (argparse would call them unrecognized arguments)."""
+    ``--no-think`` as ``think=false`` (argparse would call them unrecognized arguments).
+    A flag of ``keys`` that takes a value (not in ``switches``) and has none is refused."""
     try:
         tokens = split_line(line)
     except ValueError:  # _parse says what is wrong with the quotes
@@ -76,6 +77,9 @@ def _flags_as_settings(line: str, keys: set[str]) -> str:
             i += 1
         elif key_of(token).startswith("no_") and key_of(token) not in keys:
             out.append(f"{token[5:]}=false")
+        elif switches and key_of(token) in keys and key_of(token) not in switches:
+            raise UsageError(f"%mlx config: {token} needs a value, e.g. {token} VALUE or "
+                             f"{token[2:]}=VALUE.")
         else:
             out.append(f"{token[2:]}=true")
     return shlex.join(out)
@@ -244,6 +248,10 @@ class MlxMagics(Magics):
     def load_model(self, line: str = ""):
         """Start (or replace) the kernel-resident engine with a model and print what it is."""
         args = _parse(self.load_model, line, "%load_model")
+        if args.spec is not None and not args.spec.strip():
+            # (``%load_model $path`` with an empty path: not the default model in its place)
+            raise UsageError("%load_model: the model spec is empty; name a model, e.g. "
+                             "%load_model tiny-reasoner, or leave it out for the default.")
         _check_engine_name(args.name)
         if args.remote is not None:
             return self._load_remote(args)
@@ -674,7 +682,10 @@ class MlxMagics(Magics):
                    "current defaults.")
     def _config(self, line: str):
         """Set defaults for the chat flags of this kernel; flags on a cell still win."""
-        args = _parse(self._config, _flags_as_settings(line, config_keys(self.chat)), "%mlx config")
+        switches = {_config_key(flag) for action in self.chat.parser._actions
+                    if action.nargs in (0, "?") for flag in action.option_strings}
+        args = _parse(self._config, _flags_as_settings(line, config_keys(self.chat), switches),
+                      "%mlx config")
         changes: dict[str, str | None] = {}  # applied only when every setting is valid
         for setting in args.settings:
             key, sep, value = setting.partition("=")

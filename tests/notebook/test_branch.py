@@ -47,6 +47,8 @@ def test_branch_errors_are_one_sentence(smollm2_shell):
         turn.branch(last + 1, " Lyon")
     with pytest.raises(ValueError, match=r"is \d+ tokens, not one; pick one token, e.g. one of the alternatives"):
         turn.branch(2, " Lyon is the capital")
+    with pytest.raises(ValueError, match=r"holds a lone surrogate, which is no text"):
+        turn.branch(2, "\ud800")
     result = smollm2_shell.run_cell(f"%%chat --new --session branch-plain --max-tokens 3\n{PARIS}")
     assert result.success
     with pytest.raises(ValueError, match="run the cell with %%chat --tokens"):

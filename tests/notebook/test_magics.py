@@ -840,6 +840,17 @@ def test_a_bad_load_model_flag_keeps_the_loaded_engine(reasoner_shell, tiny_reas
     assert magics_of(reasoner_shell).engine is engine and engine.healthy
 
 
+
+@pytest.mark.model
+@pytest.mark.parametrize("spec", ["''", "'   '"])
+def test_an_empty_model_spec_is_refused_and_keeps_the_loaded_engine(reasoner_shell, spec, capsys):
+    engine = magics_of(reasoner_shell).engine
+    fails_with(reasoner_shell, f"%load_model {spec}",
+               "%load_model: the model spec is empty; name a model, e.g. %load_model "
+               "tiny-reasoner, or leave it out for the default.", capsys)
+    assert magics_of(reasoner_shell).engine is engine and engine.healthy
+
+
 # --------------------------------------------------------------------------- hostile input
 
 
@@ -944,8 +955,8 @@ def test_config_takes_settings_written_as_a_cells_flags(bare_shell, capsys):
     fails_with(bare_shell, "%mlx config --max-tokens -3",
                "%mlx config: max_tokens must be at least 1, got -3.", capsys)
     fails_with(bare_shell, "%mlx config --max-tokens",  # a switch's form: no value given
-               "%mlx config max_tokens: argument --max-tokens: invalid int value: 'true'; see "
-               "%mlx help config for the options.", capsys)
+               "%mlx config: --max-tokens needs a value, e.g. --max-tokens VALUE or "
+               "max-tokens=VALUE.", capsys)
 
 
 def test_config_keeps_every_repeated_stop_and_an_unquoted_newline(bare_shell, capsys):
