@@ -185,10 +185,11 @@ def comparison_mimebundle(comparison: Comparison) -> tuple[dict, dict]:
 
 
 class _Pane:
-    """A ChatView shown inside the comparison's row: it never displays itself, and the
-    comparison collects its Stop callbacks (for a kernel interrupt)."""
+    """One side's ChatView inside the comparison's row (None: no live view, as in a terminal),
+    which never displays itself; the comparison collects its Stop callbacks, so an interrupt
+    stops both sides, shown or not."""
 
-    def __init__(self, view: Any):
+    def __init__(self, view: Any = None):
         self.view = view
         self.stops: list[Callable[[], None]] = []
 
@@ -196,20 +197,25 @@ class _Pane:
         pass
 
     def handle(self, event: Any) -> None:
-        self.view.handle(event)
+        if self.view is not None:
+            self.view.handle(event)
 
     def tool_result(self, call_id: str, result: Any = None, error: str | None = None) -> None:
-        self.view.tool_result(call_id, result=result, error=error)
+        if self.view is not None:
+            self.view.tool_result(call_id, result=result, error=error)
 
     def on_stop(self, callback: Callable[[], None]) -> None:
         self.stops.append(callback)
-        self.view.on_stop(callback)
+        if self.view is not None:
+            self.view.on_stop(callback)
 
     def offer_tools(self, names: list[str], unsupported: bool) -> None:
-        self.view.offer_tools(names, unsupported)
+        if self.view is not None:
+            self.view.offer_tools(names, unsupported)
 
     def finish(self, turn: Turn) -> None:
-        self.view.finish(turn)
+        if self.view is not None:
+            self.view.finish(turn)
 
 
 class _Submitted:
@@ -253,13 +259,13 @@ def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: li
     per side: each side runs on its own thread, so one engine batches both and two engines
     decode at once. A ``KeyboardInterrupt`` stops both and is raised again."""
     engines = list(engines) if isinstance(engines, (list, tuple)) else [engines, engines]
-    panes = [_Pane(view) for view in views] if views else [None, None]
+    panes = [_Pane(view) for view in views] if views else [_Pane(), _Pane()]
     failures: list[BaseException] = []
 
     def side(i: int) -> None:
         try:
-            card = panes[i].view if panes[i] is not None else None
-            run_turn(engines[i], sides[i], watch_cache(engines[i], sides[i], panes[i], card=card),
+            run_turn(engines[i], sides[i], watch_cache(engines[i], sides[i], panes[i],
+                                                       card=panes[i].view),
                      **run_options)
         except BaseException as exc:  # shown on the cell's thread
             failures.append(exc)
@@ -273,15 +279,14 @@ def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: li
                 thread.join(0.1)
     except KeyboardInterrupt:
         for pane in panes:
-            for stop in (pane.stops if pane else []):
+            for stop in pane.stops:
                 stop()
         for thread in threads:
             thread.join()  # each side's run_turn records its turn as stopped
         raise
     finally:
         for pane, turn in zip(panes, sides):
-            if pane is not None:
-                pane.finish(turn)
+            pane.finish(turn)
     if failures:
         raise failures[0]
     return compare_turns(sides, labels, same_model=cut_alike(*engines), session=session)

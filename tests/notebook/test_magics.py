@@ -397,6 +397,27 @@ def test_interrupt_cancels_the_reply_and_keeps_what_the_user_saw(smollm2_shell, 
 
 
 @pytest.mark.model
+def test_an_interrupted_compare_says_where_both_sides_are(smollm2_shell, capsys, monkeypatch):
+    thread = _interrupt_after_tokens(monkeypatch, tokens=6)
+    result, out, err = run(smollm2_shell, "%%chat --new --session duel --compare temperature=0 "
+                                          "temperature=1 --max-tokens 400\nTell me a long story "
+                                          "about a robot.", capsys)
+    thread.join()
+    assert type(result.error_in_exec) is KeyboardInterrupt
+    assert str(result.error_in_exec) == (
+        "%%chat --compare stopped; both partial replies are in _, and neither is in the "
+        "session's history (_.choose(0) or _.choose(1) adds one).")
+    comparison = smollm2_shell.user_ns["_"]
+    assert all(side.interrupted for side in comparison.sides)
+    assert magics_of(smollm2_shell).engine.active_requests == 0
+    comparison.choose(0)  # and the conversation goes on from the side chosen
+    result, _, err = run(smollm2_shell, "%%chat --session duel --max-tokens 2\nThanks.", capsys)
+    assert result.success, err
+    assert {"role": "assistant", "content": comparison.sides[0].content} in (
+        result.result.request["messages"])
+
+
+@pytest.mark.model
 def test_interrupt_while_the_prompt_is_read_leaves_the_empty_turn_out_of_the_history(
         smollm2_shell, capsys, monkeypatch):
     from mlx_notebook.engine import PrefillProgress
