@@ -749,6 +749,11 @@ class MlxMagics(Magics):
         if args.subcommand is None:
             display(reports.text(help_overview()))
             return
+        other = {"chat": "%%chat?", "complete": "%%complete?", "load_model": "%load_model?"}
+        name = args.subcommand.lstrip("%")
+        if name in other:  # a magic of its own, not a subcommand: IPython's ? shows its help
+            raise UsageError(f"%mlx help: {args.subcommand} is a magic of its own, not an %mlx "
+                             f"subcommand; {other[name]} shows its options.")
         if args.subcommand not in self.subcommands:
             raise UsageError(f"%mlx help: unknown subcommand '{args.subcommand}'; use one of "
                              f"{', '.join(self.subcommands)}.")

@@ -87,6 +87,8 @@ def answer(reply: str) -> str:
         ("%%chat --session ''\nHi", "%%chat: --session needs a name, e.g. --session notes."),
         ("%mlx status extra", "%mlx status: unrecognized arguments: extra; see %mlx help status "
                               "for the options."),
+        ("%mlx help chat", "%mlx help: chat is a magic of its own, not an %mlx subcommand; "
+                           "%%chat? shows its options."),
         ("%mlx config temperature", "%mlx config: 'temperature' is not KEY=VALUE; e.g. temperature=0.7."),
         ("%mlx config tempurature=1", "%mlx config: unknown key 'tempurature'; use one of "
                                       "confirm, frequency_penalty, logit_bias, max_rounds, max_tokens, "
