@@ -9,7 +9,6 @@ built from the events on the caller's side.
 from __future__ import annotations
 
 import atexit
-import time
 from contextlib import contextmanager
 import uuid
 import warnings
@@ -19,7 +18,6 @@ from typing import Any, Callable, Iterator, Mapping
 
 import mlx.core as mx
 
-from .request import _responses as responses
 from ._config import EngineConfig
 from .request._admission import GenerationRequest, ModelLimits, admit, check_template_args
 from .request._engine_thread import EngineThread
@@ -34,6 +32,7 @@ from ._events import EngineEvent
 from .request._handle import RequestHandle
 from .request._job import Job, check_on_event
 from .request._think_budget import think_budget_for
+from .request._respond import complete, respond
 
 __all__ = ["Engine"]
 
@@ -43,7 +42,6 @@ __all__ = ["Engine"]
 _live_threads: weakref.WeakSet[EngineThread] = weakref.WeakSet()
 _engines_ran = False  # MLX ran off the main thread: settle it at exit
 
-_MAX_PROMPTS = 64  # prompts in one completions request (each is its own request here)
 
 
 @atexit.register
@@ -293,23 +291,9 @@ class Engine:
             self._thread.submit(job)
         return RequestHandle(job, self._thread)
 
-    def _respond(self, body, kind: str):
-        handle = self.submit(body, kind=kind)
-        request, created = handle.request, int(time.time())
-        if kind == "chat":
-            build = responses.chat_chunks if request.stream else responses.chat_completion
-        else:
-            build = responses.completion_chunks if request.stream else responses.text_completion
-        if not request.stream:
-            with _cancelled_on_failure(handle):  # Ctrl-C while the whole reply is awaited
-                return build(handle.events(), request=request, request_id=handle.id,
-                             created=created)
-        result = build(handle.events(), request=request, request_id=handle.id, created=created)
-        return _cancel_when_abandoned(result, handle)
-
     def chat_completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:
         """``/v1/chat/completions``: a dict, or an iterator of chunks when ``stream`` is true."""
-        return self._respond(body, "chat")
+        return respond(self, body, "chat")
 
     def completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:
         """``/v1/completions``: a dict, or an iterator of chunks when ``stream`` is true.
@@ -317,23 +301,7 @@ class Engine:
         ``prompt`` may be a list of strings or of token-id lists, as OpenAI takes it: one
         choice per prompt.
         """
-        prompts = several_prompts(body)
-        if prompts is not None:
-            return self._completions_for_each(body, prompts)
-        return self._respond(body, "completion")
-
-    def _completions_for_each(self, body, prompts: list):
-        handles = submit_each(self, body, prompts)
-        request, created = handles[0].request, int(time.time())
-        build = (responses.completion_list_chunks if request.stream
-                 else responses.text_completion_list)
-        if not request.stream:
-            with _cancelled_on_failure(*handles):
-                return build([h.events() for h in handles], request=request,
-                             request_id=handles[0].id, created=created)
-        result = build([h.events() for h in handles], request=request,
-                       request_id=handles[0].id, created=created)
-        return _cancel_when_abandoned(result, *handles)
+        return complete(self, body)
 
     def inspect(self, body: Mapping[str, Any], *, kind: str | None = None) -> Inspection:
         """Run admission, rendering, tokenizing and the cache lookup; generate nothing."""
@@ -379,52 +347,3 @@ def _settle_mlx_on_this_thread() -> None:
     mx.synchronize()
 
 
-@contextmanager
-def _cancelled_on_failure(*handles: RequestHandle) -> Iterator[None]:
-    """Cancel the requests when the block is left by an exception (an interrupt): nobody
-    will read what they would go on generating."""
-    try:
-        yield
-    except BaseException:
-        for handle in handles:
-            handle.cancel()
-        raise
-
-
-def several_prompts(body) -> list[str] | list[list] | None:
-    """The prompts of a completions body whose ``prompt`` lists several strings or lists
-    token-id lists (OpenAI's batch forms), else None."""
-    prompts = body.get("prompt") if isinstance(body, Mapping) else None
-    if isinstance(prompts, list) and len(prompts) > 1 and all(isinstance(p, str) for p in prompts):
-        return prompts
-    if isinstance(prompts, list) and prompts and all(
-            isinstance(p, list) and p and all(type(t) is int for t in p) for p in prompts):
-        return prompts
-    return None  # anything else is one prompt, or admission's sentence on what is wrong
-
-
-def submit_each(engine: Engine, body, prompts: list) -> list[RequestHandle]:
-    """One completion request per prompt of ``body``, all admitted before any is served: a
-    bad one refuses the whole request (those already queued are cancelled)."""
-    if len(prompts) > _MAX_PROMPTS:
-        raise EngineRequestError(f"'prompt' may list at most {_MAX_PROMPTS} prompts, got "
-                                 f"{len(prompts)}; send several requests.", param="prompt")
-    handles: list[RequestHandle] = []
-    try:
-        for prompt in prompts:
-            handles.append(engine.submit({**body, "prompt": prompt}, kind="completion"))
-    except BaseException:
-        for handle in handles:
-            handle.cancel()
-        raise
-    return handles
-
-
-def _cancel_when_abandoned(chunks: Iterator[dict], *handles: RequestHandle) -> Iterator[dict]:
-    # A caller that stops reading a stream (break, exception, garbage) frees its slot.
-    try:
-        yield from chunks
-    finally:
-        for handle in handles:
-            if not handle.done:
-                handle.cancel()

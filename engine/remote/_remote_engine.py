@@ -38,6 +38,7 @@ from ..parsing import get_family
 from ..parsing._families import ALIASES
 from ..request._admission import DEFAULT_MODEL_ALIAS, GenerationRequest, admit
 from ..request._handle import read_to_its_end
+from ..request._respond import complete, respond
 from ..request._job import check_on_event
 from ..request._prompt_cache import CacheInfo
 from ._chunk_reader import ChunkReader, UnexpectedShape
@@ -219,7 +220,9 @@ class RemoteEngine:
     def admit(self, body: Mapping[str, Any], *, kind: str = "chat") -> GenerationRequest:
         """Check ``body`` as ``submit`` does (the server may still refuse what only it knows,
         such as its model's context), without sending it."""
-        return admit(body, kind=kind, config=self.config)
+        # (Only the model this engine was connected to is sent: another name would be
+        # answered by it and labelled with the name asked for, so it is refused, as locally.)
+        return admit(body, kind=kind, config=self.config, accepted_models=frozenset({self.model}))
 
     def submit(self, body: Mapping[str, Any], *, kind: str = "chat",
                on_event: Callable[[EngineEvent], None] | None = None) -> "RemoteHandle":
@@ -265,22 +268,11 @@ class RemoteEngine:
 
     def chat_completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:
         """``/v1/chat/completions`` through the server, shaped by the engine's own builders."""
-        return self._respond(body, "chat")
+        return respond(self, body, "chat")
 
     def completions(self, body: Mapping[str, Any]) -> dict | Iterator[dict]:
-        return self._respond(body, "completion")
-
-    def _respond(self, body, kind: str):
-        from ..request import _responses as responses
-
-        handle = self.submit(body, kind=kind)
-        request = handle.request
-        if kind == "chat":
-            build = responses.chat_chunks if request.stream else responses.chat_completion
-        else:
-            build = responses.completion_chunks if request.stream else responses.text_completion
-        return build(handle.events(), request=request, request_id=handle.id,
-                     created=int(time.time()))
+        """``/v1/completions`` through the server; a list of prompts is one request each."""
+        return complete(self, body)
 
     # -- lifecycle --------------------------------------------------------------------------------
     def close(self) -> None:
@@ -334,7 +326,9 @@ class RemoteHandle:
 
     @property
     def done(self) -> bool:
-        return self._done
+        # (Cancelled and its connection closed, it is over, read to its end or not: a stream
+        # dropped half-way is nobody's to read.)
+        return self._done or (self._cancel.is_set() and not self._reader_running)
 
     def cancel(self) -> None:
         self._cancel.set()

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable
 
 from tornado.web import Finish, RequestHandler, stream_request_body
 
-from .._engine import several_prompts, submit_each
+from ..request._respond import several_prompts, submit_each
 from .._errors import EngineDeadError, EngineError, EngineRequestError, json_failure
 from .._events import Error, Finished, TokenLogprobs
 from ..request import _responses as responses

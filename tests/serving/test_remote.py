@@ -118,6 +118,39 @@ def test_stop_closes_the_stream_and_frees_the_served_engine(
         assert wait_until(lambda: tiny_listener.served() == ())
 
 
+def test_a_stream_dropped_half_way_frees_the_served_engine(
+        tiny_listener, tiny_engine, script_body, wait_until):
+    """Only ``handle.cancel()`` reached the server: a chunk iterator closed after five
+    chunks left it generating the rest for nobody."""
+    with RemoteEngine(tiny_listener.url, api_key=tiny_listener.token) as remote:
+        chunks = remote.chat_completions({**script_body("long_story"), "stream": True})
+        for _ in range(5):
+            next(chunks)
+        chunks.close()
+        assert wait_until(lambda: tiny_engine.active_requests == 0)
+        assert wait_until(lambda: remote.active_requests == 0)
+
+
+def test_a_list_of_prompts_is_one_choice_each_through_a_server(tiny_listener, tiny_engine):
+    body = {"prompt": ["Hello", "Bye"], "max_tokens": 2, "temperature": 0}
+    with RemoteEngine(tiny_listener.url, api_key=tiny_listener.token) as remote:
+        remote_choices = remote.completions(body)["choices"]
+    local = tiny_engine.completions(body)["choices"]
+    assert [c["index"] for c in remote_choices] == [0, 1]
+    assert [c["text"] for c in remote_choices] == [c["text"] for c in local]
+
+
+def test_a_body_naming_another_model_is_refused_as_locally(tiny_listener, script_body):
+    with RemoteEngine(tiny_listener.url, api_key=tiny_listener.token) as remote:
+        with pytest.raises(EngineError) as caught:
+            remote.chat_completions({**script_body("reason_then_answer"), "model": "nope"})
+        assert str(caught.value) == (f"The model 'nope' is not loaded in this engine; use "
+                                     f"{remote.model!r} or omit 'model'.")
+        named = remote.chat_completions({**script_body("reason_then_answer"),
+                                         "model": remote.model})
+        assert named["model"] == remote.model and named["choices"][0]["message"]["content"]
+
+
 def test_a_remote_reply_read_to_its_end_is_not_read_again(tiny_listener, script_body):
     """Read a second time, a remote reply waited for ever on its emptied queue."""
     with RemoteEngine(tiny_listener.url, api_key=tiny_listener.token) as remote:
