@@ -75,7 +75,8 @@ class Comparison:
     diverges_at: int | None = None
     """Where the replies part (None: they are the same): a token index when both sides ran
     on one model (``by == "token"``), a character index into the replies' text when they ran
-    on two (``by == "text"``: their tokenizers differ)."""
+    on two (``by == "text"``: their tokenizers differ) or when a side has no tokens to show
+    (``by == "reply"``: a server sent no log-probabilities)."""
     by: str = "token"
     marks: tuple[int | None, int | None] | None = None
     """The token each side's token view outlines; None: ``diverges_at`` on both."""
@@ -120,6 +121,14 @@ def compare_turns(sides: list[Turn], labels: list[str], *, same_model: bool = Tr
                   session: Any = None) -> Comparison:
     """The comparison of two finished (or stopped) turns: by token on one model, by text on two."""
     a, b = sides[0].logprobs, sides[1].logprobs
+    if not a or not b:
+        # No tokens on a side (a server that streams no log-probabilities, as mlx_lm.server):
+        # the replies' text is all there is to compare, never an empty list to call equal.
+        texts = [turn.content or "" for turn in sides]
+        at = next((i for i, (x, y) in enumerate(zip(*texts)) if x != y), None)
+        if at is None and len(texts[0]) != len(texts[1]):
+            at = min(map(len, texts))
+        return Comparison(sides, labels, at, by="reply", marks=(None, None), _session=session)
     if same_model:
         return Comparison(sides, labels, first_divergence(a, b), _session=session)
     at, marks = first_text_divergence(a, b)
@@ -140,6 +149,10 @@ def cut_alike(a: Any, b: Any) -> bool:
 def _divergence_line(comparison: Comparison) -> str:
     at = comparison.diverges_at
     tokens = [turn.logprobs or [] for turn in comparison.sides]
+    if comparison.by == "reply":
+        why = "No token probabilities came back, so the replies are compared by their text"
+        return (f"{why}: both say the same." if at is None
+                else f"{why}: they diverge at character {at}.")
     if comparison.by == "text":
         models = (f"{comparison.sides[0].model} and {comparison.sides[1].model} cut text into "
                   "different tokens, so the replies are compared by text")

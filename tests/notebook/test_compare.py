@@ -213,3 +213,20 @@ def test_labels_and_names_in_a_comparison_cannot_drive_a_terminal_or_fail_the_ou
     plain = data["text/plain"]
     assert "\x1b" not in plain and "\u202e" not in plain
     assert "--- left ␛]52;c;cGF5bG9hZA==␇␛[2J\\u202e\\ud83d ---" in plain
+
+
+def test_sides_without_tokens_are_compared_by_their_text_never_called_the_same():
+    """A server that streams no log-probabilities (mlx_lm.server) left both token lists
+    empty, and two different replies were "the same tokens"."""
+    from mlx_notebook.compare import compare_turns
+    from mlx_notebook.turn import Turn
+
+    sides = [Turn(model="m", session="s", request={}, content="17 + 25 = 42."),
+             Turn(model="m", session="s", request={}, content="17 + 25 is 42.")]
+    comparison = compare_turns(sides, ["a", "b"], same_model=True)
+    assert comparison.diverges_at == 8 and comparison.by == "reply"
+    line = comparison_mimebundle(comparison)[0]["text/plain"].splitlines()[0]
+    assert line == ("No token probabilities came back, so the replies are compared by their "
+                    "text: they diverge at character 8.")
+    sides[1].content = sides[0].content
+    assert compare_turns(sides, ["a", "b"]).diverges_at is None
