@@ -81,12 +81,15 @@ class Deliveries:
         def deliver(event: Any) -> None:
             nonlocal text_seen
             items.append((handler, event))  # before the check: a pending wake-up covers it
-            if not self._signalled:
-                self._signalled = True
-                self._loop.call_soon_threadsafe(self._drain)
-            elif urgent(event, text_seen) and not self._urgent:
-                self._urgent = True
-                self._loop.call_soon_threadsafe(self._drain)
+            try:
+                if not self._signalled:
+                    self._signalled = True
+                    self._loop.call_soon_threadsafe(self._drain)
+                elif urgent(event, text_seen) and not self._urgent:
+                    self._urgent = True
+                    self._loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:  # the listener stopped: its loop is closed, nobody reads
+                return
             text_seen = text_seen or type(event) in TEXT_EVENTS
         return deliver
 
