@@ -43,7 +43,6 @@ _live_threads: weakref.WeakSet[EngineThread] = weakref.WeakSet()
 _engines_ran = False  # MLX ran off the main thread: settle it at exit
 
 
-
 @atexit.register
 def _stop_live_engine_threads() -> None:
     # The engine thread is a daemon, so interpreter shutdown does not wait for it; stopping
@@ -345,5 +344,3 @@ def _settle_mlx_on_this_thread() -> None:
     a = mx.ones((512, 512))
     mx.eval(a @ a)
     mx.synchronize()
-
-
