@@ -603,12 +603,18 @@ def _http_error(url: str, response: httpx.Response, path: str) -> EngineError:
         if status == 404:
             return EngineError(f"The server at {url} has no {path} (HTTP 404); give the URL of "
                                "an OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1.")
-        return EngineRequestError(f"The server at {url} answered HTTP {status} to {path}.{later}",
-                                  type=default_type)
+        # A proxy's page (nginx's "502 Bad Gateway") says what went wrong: quote its text.
+        page = " ".join(_TAGS.sub(" ", response.text).split())[:120] if body is None else ""
+        said = f" ({page!r})" if page else ""
+        return EngineRequestError(f"The server at {url} answered HTTP {status} to {path}{said}."
+                                  f"{later}", type=default_type)
     return EngineRequestError(
         _error_sentence(url, error, status) + later, param=error.get("param"),
         type=error.get("type") if isinstance(error.get("type"), str) else default_type,
         code=error.get("code") or ("model_not_found" if status == 404 else None))
+
+
+_TAGS = re.compile(r"<[^>]*>")
 
 
 def _error_sentence(url: str, error: Any, status: int | None = None) -> str:

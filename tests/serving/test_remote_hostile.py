@@ -226,7 +226,7 @@ def test_json_nested_past_the_parsers_depth_is_one_sentence(serve):
     for answer, said in ((http(body=DEEP, content_type="application/json"),
                           "answered /chat/completions with application/json ('[[[["),
                          (http(500, DEEP, "application/json"),
-                          "answered HTTP 500 to /chat/completions.")):
+                          "answered HTTP 500 to /chat/completions ('[[[[")):
         server = serve(answer)
         with RemoteEngine(server.url) as engine, pytest.raises(EngineError) as caught:
             engine.submit(BODY)
@@ -302,14 +302,18 @@ def test_stop_ends_a_drip_of_keep_alives_and_closes_it(serve):
 
 @pytest.mark.parametrize("answer, said", [
     (http(500, b"<html><h1>Internal Server Error</h1></html>", "text/html"),
-     "answered HTTP 500 to /chat/completions."),
+     "answered HTTP 500 to /chat/completions ('Internal Server Error')."),
+    (http(502, b"<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad "
+               b"Gateway</h1></center><hr><center>nginx</center></body></html>", "text/html"),
+     "answered HTTP 502 to /chat/completions ('502 Bad Gateway 502 Bad Gateway nginx')."),
     (http(404, b"Not Found", "text/plain"), "has no /chat/completions (HTTP 404)"),
     (http(body=b"", content_type="application/json"), "with application/json (''), not an"),
     (http(body=b"not gzip", extra="Content-Encoding: gzip\r\n"), "broke mid-reply (Error -3"),
     (http(body=sse(chunk({"content": "A"}), done=False) + b'data: {"choices": [{"ind'),
      "sent a chunk that is not a JSON object"),
     (held_open(b""), "stopped sending mid-reply (timed out)"),
-], ids=["html 500", "bare 404", "empty json", "bad gzip", "cut mid-json", "silent"])
+], ids=["html 500", "nginx 502", "bare 404", "empty json", "bad gzip", "cut mid-json",
+        "silent"])
 def test_each_hostile_answer_is_one_sentence_and_the_next_reply_is_whole(serve, answer, said):
     good = http(body=gzip.compress(sse(chunk({"content": "Fine."}, "stop"))),
                 extra="Content-Encoding: gzip\r\n")
