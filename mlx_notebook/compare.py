@@ -47,12 +47,9 @@ def first_text_divergence(a: list[Any] | None, b: list[Any] | None
     token texts, joined, differ, or None when the texts are equal; on each side the index of
     the token holding that character, None past its end)."""
     texts = [[t["token"] for t in side or []] for side in (a, b)]
-    joined = ["".join(side) for side in texts]
-    at = next((i for i, (x, y) in enumerate(zip(*joined)) if x != y), None)
+    at = _first_difference(*("".join(side) for side in texts))
     if at is None:
-        if len(joined[0]) == len(joined[1]):
-            return None, (None, None)
-        at = min(map(len, joined))
+        return None, (None, None)
     marks = []
     for side in texts:
         end, mark = 0, None
@@ -63,6 +60,13 @@ def first_text_divergence(a: list[Any] | None, b: list[Any] | None
                 break
         marks.append(mark)
     return at, (marks[0], marks[1])
+
+
+def _first_difference(x: str, y: str) -> int | None:
+    """The first character where two texts differ (the shorter one's end, where one goes
+    on), or None when they are equal."""
+    at = next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), None)
+    return min(len(x), len(y)) if at is None and len(x) != len(y) else at
 
 
 @dataclass(eq=False)
@@ -124,10 +128,7 @@ def compare_turns(sides: list[Turn], labels: list[str], *, same_model: bool = Tr
     if not a or not b:
         # No tokens on a side (a server that streams no log-probabilities, as mlx_lm.server):
         # the replies' text is all there is to compare, never an empty list to call equal.
-        texts = [turn.content or "" for turn in sides]
-        at = next((i for i, (x, y) in enumerate(zip(*texts)) if x != y), None)
-        if at is None and len(texts[0]) != len(texts[1]):
-            at = min(map(len, texts))
+        at = _first_difference(sides[0].content or "", sides[1].content or "")
         return Comparison(sides, labels, at, by="reply", marks=(None, None), _session=session)
     if same_model:
         return Comparison(sides, labels, first_divergence(a, b), _session=session)

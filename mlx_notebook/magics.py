@@ -873,9 +873,10 @@ class MlxMagics(Magics):
                 comparison = run_comparison(engines, sides, labels, views, session=session, **run_options)
         except KeyboardInterrupt:
             # Kernel › Interrupt: both sides stopped where they were; the cell fails with a
-            # sentence, as a plain %%chat does, and the partial sides are in _.
-            self.shell.displayhook.update_user_ns(
-                compare_turns(sides, labels, same_model=cut_alike(*engines), session=session))
+            # sentence, as a plain %%chat does, and the partial sides are in _ (and shown).
+            comparison = compare_turns(sides, labels, same_model=cut_alike(*engines),
+                                       session=session)
+            self.shell.displayhook.update_user_ns(comparison)
             raise KeyboardInterrupt(
                 "%%chat --compare stopped; both partial replies are in _, and neither is in "
                 "the session's history (_.choose(0) or _.choose(1) adds one).") from None
