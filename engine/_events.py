@@ -93,6 +93,10 @@ class TokenLogprobs:
     (an emoji's first two bytes), whose ``token`` reads U+FFFD. None: ``token`` encoded."""
     top_raw: tuple[bytes | None, ...] = ()
     """``raw`` of each alternative in ``top``, where it has one (empty: none has)."""
+    ends_reply: bool = False
+    """The model's end-of-sequence token, which ends the reply and shows no text. The token
+    view shows it; OpenAI-style chat logprobs leave it out, so that their tokens spell the
+    reply (mlx_lm.server lists it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,6 +140,16 @@ def _server_logprobs(summary: dict, has_top: bool) -> None:
         summary["logprobs"] = []
 
 
+def _drop_server_end_token(kind: str, ours: dict, server: dict) -> None:
+    # mlx_lm.server lists the end-of-sequence token last in chat logprobs; OpenAI, and we,
+    # leave it out. Its entry is dropped only where ours counts it (usage) and lists one fewer.
+    listed, usage = len(ours["top_logprobs"]), ours["usage"]
+    if (kind == "chat" and ours["finish_reason"] == "stop" and len(server["top_logprobs"]) ==
+            listed + 1 and (usage is None or usage[1] == listed + 1)):
+        server["logprobs"], server["top_logprobs"] = (server["logprobs"][:-1],
+                                                      server["top_logprobs"][:-1])
+
+
 # -- the cases -----------------------------------------------------------------------------------
 def _cases(engine, max_tokens: int) -> list[tuple[str, str, dict]]:
     user = lambda text: {"role": "user", "content": text}  # noqa: E731
@@ -200,6 +210,7 @@ def _compare(name, kind, body, engine, server, rows) -> None:
     ours = list(ours) if body.get("stream") else ours
     theirs = server.post(path, body)
     a, b = _summary(kind, ours), _summary(kind, theirs)
+    _drop_server_end_token(kind, a, b)
     _server_logprobs(b, body.get("top_logprobs", 0) > 0)
     _server_logprobs(a, body.get("top_logprobs", 0) > 0)
     for key in ("content", "reasoning", "tool_calls", "finish_reason", "usage"):

@@ -37,32 +37,56 @@ def _finite(logprob: float) -> float:
 
 
 class _StopGuard:
-    """Holds back text that could still grow into a stop string; finds a complete one."""
+    """Holds back text that could still grow into a stop string; finds a complete one.
+
+    A marker token's text (``<think>``, ``<|im_end|>``: the tokenizer's added tokens) is one
+    piece: a stop string may hold it whole, but never start or end inside it, as a stop
+    matched on token sequences (mlx_lm.server) never takes part of such a token.
+    """
 
     def __init__(self, stops: tuple[str, ...]):
         self.stops = stops
         self.held = ""
+        self.markers: tuple[tuple[int, int], ...] = ()
+        """(start, end) of each marker's text within ``held``."""
 
-    def push(self, text: str) -> tuple[str, bool]:
-        """(text safe to emit, whether a stop string completed)."""
+    def push(self, text: str, marker: int = 0) -> tuple[str, bool]:
+        """(text safe to emit, whether a stop string completed); ``marker``: the length of
+        the marker text ``text`` ends with (0: none)."""
         text = self.held + text
+        markers = self.markers + (((len(text) - marker, len(text)),) if marker else ())
+        inside = (lambda i: any(a < i < b for a, b in markers)) if markers else None
         # The stop that completes first wins, as it would one character at a time.
-        hits = [(i + len(s), i) for s in self.stops if (i := text.find(s)) >= 0]
+        hits = []
+        for s in self.stops:
+            i = text.find(s)
+            while i >= 0 and inside is not None and (inside(i) or inside(i + len(s))):
+                i = text.find(s, i + 1)
+            if i >= 0:
+                hits.append((i + len(s), i))
         if hits:
-            self.held = ""
+            self.held, self.markers = "", ()
             return text[: min(hits)[1]], True
         keep = 0
         for s in self.stops:
             for k in range(min(len(s) - 1, len(text)), keep, -1):
-                if text.endswith(s[:k]):
+                if text.endswith(s[:k]) and (inside is None or not inside(len(text) - k)):
                     keep = k
                     break
-        self.held = text[len(text) - keep:] if keep else ""
-        return text[: len(text) - keep], False
+        cut = len(text) - keep
+        self.held = text[cut:]
+        self.markers = tuple((a - cut, b - cut) for a, b in markers if a >= cut)
+        return text[:cut], False
 
     def flush(self) -> str:
-        text, self.held = self.held, ""
+        text, self.held, self.markers = self.held, "", ()
         return text
+
+
+def _marker_texts(tokenizer) -> dict[int, str]:
+    """Each added token's id and text: the markers ``_StopGuard`` keeps whole."""
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    return {i: t.content for i, t in added.items() if getattr(t, "content", "")}
 
 
 class ReplyStream:
@@ -80,6 +104,7 @@ class ReplyStream:
         self.detok = tokenizer.detokenizer
         self._eos = set(tokenizer.eos_token_ids)
         self.guard = _StopGuard(request.stop) if request.stop else None
+        self._markers = _marker_texts(tokenizer) if request.stop else {}
         self.filter = (
             StreamFilter.for_tokenizer(
                 tokenizer, prompt.text, tools=list(request.tools) if request.tools else None)
@@ -109,7 +134,8 @@ class ReplyStream:
         if self.completion_tokens == 1:
             self.t_first = time.perf_counter()
         if self.request.logprobs:
-            self._logprobs(token, logprobs, from_draft)
+            self._logprobs(token, logprobs, from_draft,
+                           ends_reply=finish_reason == "stop" and token in self._eos)
         detok = self.detok
         if finish_reason == "stop":
             # End of text, or a stop string matched as tokens. Neither is shown (as
@@ -121,7 +147,7 @@ class ReplyStream:
             detok.finalize()
             text = detok.last_segment
             if self.guard is not None:
-                text, stopped = self.guard.push(text)
+                text, stopped = self.guard.push(text, self._marker(token, text))
                 held = self.guard.flush()
                 if not sequence:
                     text += held  # held for a stop string that never came: the model's text
@@ -135,7 +161,7 @@ class ReplyStream:
             detok.finalize()
         text = detok.last_segment
         if self.guard is not None:
-            text, stopped = self.guard.push(text)
+            text, stopped = self.guard.push(text, self._marker(token, text))
             if finish_reason == "length" and not stopped:
                 text += self.guard.flush()
             self._emit(text)
@@ -212,7 +238,13 @@ class ReplyStream:
             else:
                 put(ParseProblem(e.text, getattr(e, "message", "") or "unparsed markup"))
 
-    def _logprobs(self, token: int, logprobs, from_draft: bool | None = None) -> None:
+    def _marker(self, token: int, text: str) -> int:
+        """The length of ``token``'s marker text that ``text`` ends with; 0 for other tokens."""
+        marker = self._markers.get(token)
+        return len(marker) if marker and text.endswith(marker) else 0
+
+    def _logprobs(self, token: int, logprobs, from_draft: bool | None = None, *,
+                  ends_reply: bool = False) -> None:
         decode = self.tokenizer.decode
         top, top_raw = (), ()
         k = self.request.top_logprobs
@@ -227,7 +259,7 @@ class ReplyStream:
                 top_raw = ()
         text = decode([token])
         self.out.put(TokenLogprobs(token, text, _finite(logprobs[token].item()), top,
-                                   from_draft, self._raw(token, text), top_raw))
+                                   from_draft, self._raw(token, text), top_raw, ends_reply))
 
     def _raw(self, token: int, text: str) -> bytes | None:
         """A token's own bytes when its text is a piece of a character (U+FFFD), as the

@@ -111,7 +111,8 @@ def _bytes(text: str, raw: bytes | None = None) -> list[int]:
 
 def _chat_logprobs(items: list[TokenLogprobs]) -> dict:
     # ``bytes`` are the token's own (a piece of an emoji too), so that joined they give the
-    # reply's text, as OpenAI's field is meant to.
+    # reply's text, as OpenAI's field is meant to; the end-of-sequence token, which shows no
+    # text, is left out (as OpenAI and vLLM leave it; mlx_lm.server lists it).
     return {"content": [
         {
             "token": lp.token,
@@ -122,7 +123,7 @@ def _chat_logprobs(items: list[TokenLogprobs]) -> dict:
                 for (t, v), raw in zip(lp.top, lp.top_raw or (None,) * len(lp.top))
             ],
         }
-        for lp in items
+        for lp in items if not lp.ends_reply
     ]}
 
 
@@ -196,8 +197,10 @@ class ChatChunks:
         choice = {"index": 0, "finish_reason": finish_reason,
                   "delta": {"role": "assistant", **delta}}
         if self.request.logprobs and self.pending:
-            choice["logprobs"] = _chat_logprobs(self.pending)
+            logprobs = _chat_logprobs(self.pending)
             self.pending.clear()
+            if logprobs["content"]:  # not the end-of-sequence token's alone
+                choice["logprobs"] = logprobs
         return {**self.head, "choices": [choice]}
 
     def feed(self, e) -> list[dict]:

@@ -152,7 +152,9 @@ def test_logprobs_follow_openai_shape(tiny_engine, script_body):
     r = tiny_engine.chat_completions(script_body("thinking_disabled", logprobs=True,
                                                  top_logprobs=2))
     content = r["choices"][0]["logprobs"]["content"]
-    assert len(content) == r["usage"]["completion_tokens"]
+    # every token but the end-of-sequence token, which shows no text: joined, they are the reply
+    assert len(content) == r["usage"]["completion_tokens"] - 1
+    assert "".join(e["token"] for e in content) == r["choices"][0]["message"]["content"]
     first = content[0]
     assert set(first) == {"token", "logprob", "bytes", "top_logprobs"}
     assert len(first["top_logprobs"]) == 2
@@ -167,6 +169,14 @@ def test_logprob_events_arrive_one_per_token(tiny_engine, script_body):
     lps = [e for e in events if isinstance(e, TokenLogprobs)]
     assert len(lps) == events[-2].completion_tokens
     assert all(lp.logprob <= 0 for lp in lps)
+    # the token view keeps the end-of-sequence token, marked; the stream leaves it out too
+    assert lps[-1].token == "<|im_end|>" and lps[-1].ends_reply
+    assert not any(lp.ends_reply for lp in lps[:-1])
+    chunks = list(tiny_engine.chat_completions(
+        script_body("thinking_disabled", logprobs=True, stream=True)))
+    streamed = [e for c in chunks if c["choices"] and c["choices"][0].get("logprobs")
+                for e in c["choices"][0]["logprobs"]["content"]]
+    assert [e["token"] for e in streamed] == [lp.token for lp in lps[:-1]]
 
 
 def test_stop_strings_end_the_reply_before_the_stop_text(tiny_engine, script_body):
@@ -175,6 +185,22 @@ def test_stop_strings_end_the_reply_before_the_stop_text(tiny_engine, script_bod
     assert choice["finish_reason"] == "stop"
     assert choice["message"]["content"].endswith("a small robot named ")
     assert r["usage"]["completion_tokens"] < 100  # the unstopped reply runs to 200
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_stop_string_never_matches_part_of_a_marker_token(tiny_engine, script_body, stream):
+    """The reply opens with the one token <think>: "ink>" inside it is no stop, "</think>" is."""
+    def message(body):
+        if not stream:
+            return tiny_engine.chat_completions(body)["choices"][0]["message"]
+        chunks = list(tiny_engine.chat_completions({**body, "stream": True}))
+        deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+        return {key: "".join(d.get(key) or "" for d in deltas) for key in ("content", "reasoning")}
+
+    plain = message(script_body("reason_then_answer"))
+    assert message(script_body("reason_then_answer", stop=["ink>"]))["content"] == plain["content"]
+    cut = message(script_body("reason_then_answer", stop=["</think>"]))
+    assert cut["reasoning"] == plain["reasoning"] and not cut["content"]
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -134,6 +134,20 @@ def test_the_stop_guard_holds_back_only_what_could_still_become_a_stop(stops, pi
     assert [hit for _, hit in results] == stopped
 
 
+@pytest.mark.parametrize("stops, pieces, shown, stopped", [
+    (("k",), [("<think>", 7), ("ok", 0)], ["<think>", "o"], [False, True]),  # not inside a marker
+    (("ink>", "k>\nx"), [("a<think>", 7), ("\nx", 0)], ["a<think>", "\nx"], [False, False]),
+    (("<think>",), [("a <thi", 0), ("<think>", 7)], ["a ", "<thi"], [False, True]),  # whole, it stops
+    (("a<think>b",), [("a", 0), ("<think>", 7), ("b", 0)], ["", "", ""], [False, False, True]),
+    (("nk>b",), [("x", 0), ("<think>", 7), ("b", 0)], ["x", "<think>", "b"], [False, False, False]),
+])
+def test_a_stop_string_takes_a_marker_token_whole_or_not_at_all(stops, pieces, shown, stopped):
+    guard = _StopGuard(stops)
+    results = [guard.push(piece, marker) for piece, marker in pieces]
+    assert [text for text, _ in results] == shown
+    assert [hit for _, hit in results] == stopped
+
+
 def test_the_stop_guard_gives_back_what_it_held_at_the_end():
     guard = _StopGuard(("STOP",))
     assert guard.push("abST") == ("ab", False)
