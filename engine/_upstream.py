@@ -13,7 +13,8 @@ import functools
 from typing import Any
 
 __all__ = ["role_mapping_prompt", "system_fingerprint", "hf_tokenizer", "infer_tool_parser",
-           "bpe_byte_decoder", "infer_thinking", "batch_generator", "copy_prompt_cache"]
+           "bpe_byte_decoder", "infer_thinking", "batch_generator", "copy_prompt_cache",
+           "keep_leading_space"]
 
 
 def role_mapping_prompt(messages: list[dict], role_mapping: dict | None) -> str:
@@ -50,6 +51,17 @@ def bpe_byte_decoder() -> dict[str, int]:
     from mlx_lm.tokenizer_utils import _byte_decoder
 
     return _byte_decoder()
+
+
+def keep_leading_space(detokenizer) -> None:
+    """Make one of mlx-lm's streaming detokenizers keep the space it drops from the start of
+    a text (a completion's first word): a reply that goes on from the prompt's own words
+    (``continue_final_message``) needs it. Set on this copy alone (the property hands out
+    copies)."""
+    if hasattr(detokenizer, "trim_space"):  # SentencePiece's is a flag
+        detokenizer.trim_space = False
+    if hasattr(detokenizer, "_maybe_trim_space"):  # byte-level BPE's a method
+        detokenizer._maybe_trim_space = lambda text: text
 
 
 def infer_thinking(hf_tokenizer: Any) -> tuple:

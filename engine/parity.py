@@ -130,6 +130,8 @@ def _summary(kind: str, result) -> dict:
                     out["top_logprobs"].append(sorted(round(t["logprob"], 3) for t in top))
             elif lp and lp.get("token_logprobs"):
                 out["logprobs"] += lp["token_logprobs"]
+    if out["tool_calls"] and not out["content"].strip():
+        out["content"] = ""  # mlx_lm.server sends the blank lines before calls; OpenAI, and we, none
     return out
 
 

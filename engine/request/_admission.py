@@ -56,6 +56,13 @@ _ENGINE_TEMPLATE_ARGS = frozenset({
     "tokenizer_kwargs",
 })
 
+_CONSTRAINED_DECODING = ("guided_json", "guided_regex", "guided_choice", "guided_grammar",
+                         "structured_outputs", "grammar", "json_schema")
+"""Other servers' fields for constrained decoding (vLLM's, llama.cpp's): ignored, they would
+return unconstrained text to a caller that counts on its shape, so they are refused."""
+_TOP_LEVEL_TEMPLATE_ARGS = frozenset({"add_generation_prompt", "continue_final_message"})
+"""Of those, the ones a request sets as fields of its own (vLLM's)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ModelLimits:
@@ -127,6 +134,11 @@ class GenerationRequest:
     reasoning_field: str
     thinking_token_budget: int | None = None
     """Reasoning tokens after which the end-of-reasoning marker is forced; None: no limit."""
+    continue_final_message: bool = False
+    """The last message is the start of an assistant reply: the prompt ends inside it and the
+    reply goes on from there (vLLM's field, a "prefill"); its text is not repeated."""
+    add_generation_prompt: bool = True
+    """Whether the prompt ends with the template's header for a new assistant turn."""
 
     @property
     def template_kwargs(self) -> dict[str, Any]:
@@ -532,6 +544,8 @@ def check_template_args(kwargs: Any, name: str = "chat_template_kwargs") -> None
         if key in _ENGINE_TEMPLATE_ARGS:
             what = ("the model's chat template cannot be replaced per request (pass "
                     "chat_template to Engine)" if key == "chat_template"
+                    else f"send '{key}' at the top level of the body"
+                    if key in _TOP_LEVEL_TEMPLATE_ARGS and name == "chat_template_kwargs"
                     else "the engine sets it" + (" per request" if name != "chat_template_kwargs"
                                                  else ""))
             _fail(f"'{name}.{key}' is not allowed: {what}.", f"{name}.{key}")
@@ -563,6 +577,10 @@ def _refuse_unsupported(body) -> None:
     if fmt is not None and not (isinstance(fmt, Mapping) and fmt.get("type") == "text"):
         _fail("Only 'response_format': {\"type\": \"text\"} is supported: this engine does not "
               "constrain decoding to JSON.", "response_format")
+    for name in _CONSTRAINED_DECODING:
+        if body.get(name) is not None:
+            _fail(f"'{name}' (constrained decoding) is not supported: this engine does not "
+                  "constrain decoding.", name)
     for legacy in ("functions", "function_call"):
         if body.get(legacy) is not None:
             _fail(f"'{legacy}' is the deprecated form; send 'tools' and 'tool_choice'.", legacy)
@@ -592,6 +610,28 @@ def _model(body, accepted_models) -> str:
             "model_not_found",
         )
     return model
+
+
+def _continuation(body, kind: str, messages: tuple[dict, ...]) -> tuple[bool, bool]:
+    """(continue_final_message, add_generation_prompt), as vLLM reads them; checked."""
+    given = body.get("add_generation_prompt") is not None
+    continue_final = _flag(body, "continue_final_message")
+    add_prompt = _flag(body, "add_generation_prompt", not continue_final)
+    if kind != "chat":
+        for name in ("continue_final_message", "add_generation_prompt"):
+            if body.get(name) is not None:
+                _fail(f"'{name}' applies to chat requests only.", name)
+        return False, True
+    if continue_final:
+        if add_prompt:
+            _fail("'continue_final_message' and 'add_generation_prompt' cannot both be true: "
+                  "the reply either goes on from the last message or starts a new turn.",
+                  "add_generation_prompt" if given else "continue_final_message")
+        last = messages[-1]
+        if last["role"] != "assistant" or not last["content"]:
+            _fail("'continue_final_message' needs the last message to be an assistant message "
+                  "with the text to go on from.", "messages")
+    return continue_final, add_prompt
 
 
 def _thinking_token_budget(body, kind: str) -> int | None:
@@ -648,10 +688,12 @@ def admit(
     if not isinstance(reasoning_field, str) or reasoning_field not in _REASONING_FIELDS:
         _fail("'reasoning_field' must be 'reasoning' or 'reasoning_content'.", "reasoning_field")
     d = config.sampling_default
+    messages = _messages(body) if kind == "chat" else ()
+    continue_final, add_prompt = _continuation(body, kind, messages)
     return GenerationRequest(
         kind=kind,
         model=_model(body, accepted_models),
-        messages=_messages(body) if kind == "chat" else (),
+        messages=messages,
         prompt=_prompt(body, limits.vocab_size) if kind == "completion" else "",
         tools=_tool_choice(body, _tools(body)) if kind == "chat" else None,
         role_mapping=_role_mapping(body),
@@ -669,4 +711,6 @@ def admit(
         include_usage=_stream_options(body, stream),
         reasoning_field=reasoning_field,
         thinking_token_budget=_thinking_token_budget(body, kind),
+        continue_final_message=continue_final,
+        add_generation_prompt=add_prompt,
     )

@@ -68,18 +68,23 @@ def _chat_text(request: GenerationRequest, tokenizer, model_type: str) -> str:
     kwargs = request.template_kwargs
     encoder = encoder_for(model_type)
     if encoder is not None:  # a model that ships a Python encoder instead of a Jinja template
+        _refuse_continuation(request, "this model's prompt encoder")
         return encoder.encode_messages(
             messages,
             tools=list(request.tools) if request.tools else None,
             thinking=bool(kwargs.get("enable_thinking", kwargs.get("thinking", True))),
             reasoning_effort=kwargs.get("reasoning_effort"),
         )
+    # passed only when set: a template function of mlx-lm's own may not take it
+    extra = {"continue_final_message": True} if request.continue_final_message else {}
+
     def apply(messages):
         return tokenizer.apply_chat_template(
             messages,
             tools=list(request.tools) if request.tools else None,
-            add_generation_prompt=True,
+            add_generation_prompt=request.add_generation_prompt,
             tokenize=False,
+            **extra,
             **kwargs,
         )
 
@@ -96,6 +101,14 @@ def _chat_text(request: GenerationRequest, tokenizer, model_type: str) -> str:
         raise EngineRequestError(
             f"The chat template rejected these messages: {e}", param="messages"
         ) from e
+
+
+def _refuse_continuation(request: GenerationRequest, what: str) -> None:
+    for name, value in (("continue_final_message", True), ("add_generation_prompt", False)):
+        if getattr(request, name) == value:
+            raise EngineRequestError(
+                f"'{name}': {str(value).lower()} needs a chat template; {what} cannot do it.",
+                param=name)
 
 
 def _one_call_per_turn(messages: list[dict]) -> list[dict]:
@@ -238,6 +251,8 @@ def render(request: GenerationRequest, tokenizer, *, model_type: str = "",
         tokens = _completion_tokens(request.prompt, tokenizer, encoder, limit)
         return RenderedPrompt(request.prompt, tuple(tokens), (Segment("assistant", 0, len(tokens)),))
     if encoder_for(model_type) is None and not tokenizer.has_chat_template:
+        _refuse_continuation(request, "this model has none (its prompt is the role-mapping "
+                                      "fallback)")
         text = _role_mapping_prompt(request.messages, request.role_mapping)
         tokens = _encode(encoder, text, "messages", limit)
         return RenderedPrompt(text, tuple(tokens), (Segment("assistant", 0, len(tokens)),),

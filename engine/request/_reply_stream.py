@@ -18,7 +18,7 @@ from .._events import (
     ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, Started, TokenLogprobs,
     ToolCall, Usage,
 )
-from .._upstream import bpe_byte_decoder
+from .._upstream import bpe_byte_decoder, keep_leading_space
 from ..parsing import StreamFilter
 from ._think_budget import reasoning_token_count, think_budget_for
 
@@ -102,6 +102,8 @@ class ReplyStream:
         self.cached_tokens = 0
         self.completion_tokens = 0
         self.detok = tokenizer.detokenizer
+        if request.continue_final_message:  # the reply goes on from the prompt's last word
+            keep_leading_space(self.detok)
         self._eos = set(tokenizer.eos_token_ids)
         self.guard = _StopGuard(request.stop) if request.stop else None
         self._markers = _marker_texts(tokenizer) if request.stop else {}

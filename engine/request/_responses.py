@@ -168,9 +168,12 @@ def _head(request_id: str, obj: str, request: GenerationRequest, created: int) -
 def chat_completion(events, *, request: GenerationRequest, request_id: str, created: int) -> dict:
     """A ``chat.completion`` object."""
     r = collect(events)
-    # As OpenAI: null only beside tool calls; an empty answer (a stop string at its start,
-    # a cancelled request) is "" (mlx_lm.server sends null), as the stream gives it.
-    message = {"role": "assistant", "content": r.content or (None if r.tool_calls else "")}
+    # As OpenAI: null beside tool calls when there is no text (the blank lines a model writes
+    # between its reasoning and its calls are none; mlx_lm.server sends them); an empty
+    # answer (a stop string at its start, a cancelled request) is "" (the server sends null).
+    blank = not r.content.strip()
+    message = {"role": "assistant",
+               "content": None if r.tool_calls and blank else r.content}
     if r.reasoning:
         message[request.reasoning_field] = r.reasoning
     if r.tool_calls:
@@ -192,6 +195,10 @@ class ChatChunks:
         self.head = _head(request_id, "chat.completion.chunk", request, created)
         self.pending: list[TokenLogprobs] = []
         self.usage: Usage | None = None
+        self.blank: str | None = ""
+        """Content that is only whitespace so far, held back: a reply that makes tool calls
+        and writes no text has none (as ``chat_completion``). None once text has gone out."""
+        self.calls = False
 
     def _chunk(self, delta: dict, finish_reason=None) -> dict:
         choice = {"index": 0, "finish_reason": finish_reason,
@@ -206,17 +213,26 @@ class ChatChunks:
     def feed(self, e) -> list[dict]:
         t = type(e)
         if t is ContentDelta or t is ParseProblem:
-            return [self._chunk({"content": e.text})]
+            text = e.text
+            if self.blank is not None:
+                text = self.blank + text
+                if not text.strip():
+                    self.blank = text
+                    return []
+                self.blank = None
+            return [self._chunk({"content": text})]
         if t is ReasoningDelta:
             return [self._chunk({self.request.reasoning_field: e.text})]
         if t is ToolCall:
+            self.calls = True
             return [self._chunk({"tool_calls": [_tool_call(e, True)]})]
         if t is TokenLogprobs:
             self.pending.append(e)
         elif t is Usage:
             self.usage = e
         elif t is Finished:
-            return [self._chunk({}, e.reason)]
+            held = [] if self.calls or not self.blank else [self._chunk({"content": self.blank})]
+            return held + [self._chunk({}, e.reason)]
         elif t is Error:
             _raise(e)
         return []

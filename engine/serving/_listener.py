@@ -148,11 +148,11 @@ class Listener:
     def _application(self) -> Application:
         me = {"listener": self}
         return Application([
-            (r"/v1/chat/completions", CompletionsHandler, {**me, "kind": "chat"}),
-            (r"/chat/completions", CompletionsHandler, {**me, "kind": "chat"}),
-            (r"/v1/completions", CompletionsHandler, {**me, "kind": "completion"}),
-            (r"/v1/models(?:/(.*))?", ModelsHandler, me),
-            (r"/health", HealthHandler, me),
+            # each also without /v1 (a client whose base URL lacks it) and with a trailing /
+            (r"(?:/v1)?/chat/completions/?", CompletionsHandler, {**me, "kind": "chat"}),
+            (r"(?:/v1)?/completions/?", CompletionsHandler, {**me, "kind": "completion"}),
+            (r"(?:/v1)?/models(?:/(.+?))?/?", ModelsHandler, me),
+            (r"/health/?", HealthHandler, me),
         ], default_handler_class=NotFoundHandler, default_handler_args=me,
             log_function=_log_request, allowed_origins=self.allowed_origins)
 

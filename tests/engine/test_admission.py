@@ -145,6 +145,8 @@ BAD += [
     ({"messages": USER, "tool_choice": {"type": "function", "function": {"name": "f"}}},
      "tool_choice"),
     ({"messages": USER, "response_format": {"type": "json_object"}}, "response_format"),
+    ({"messages": USER, "guided_json": {"type": "object"}}, "guided_json"),
+    ({"messages": USER, "grammar": "root ::= \"a\""}, "grammar"),
     ({"messages": USER, "echo": True}, "echo"),
     ({"messages": USER, "functions": []}, "functions"),
     ({"messages": USER, "chat_template_kwargs": {"tools": []}}, "chat_template_kwargs.tools"),
@@ -217,3 +219,30 @@ def test_nesting_is_bounded_without_recursion_error():
 def test_completions_take_an_empty_prompt_and_one_item_lists():
     assert admit({"prompt": ""}, kind="completion", config=CONFIG).prompt == ""
     assert admit({"prompt": ["x"]}, kind="completion", config=CONFIG).prompt == "x"
+
+
+PREFIX = USER + [{"role": "assistant", "content": '{"answer": "'}]
+
+
+@pytest.mark.parametrize("body, param, says", [
+    ({"messages": PREFIX, "continue_final_message": True, "add_generation_prompt": True},
+     "add_generation_prompt", "cannot both be true"),
+    ({"messages": USER, "continue_final_message": True}, "messages", "last message to be an assistant"),
+    ({"messages": USER + [{"role": "assistant", "content": ""}], "continue_final_message": True},
+     "messages", "with the text to go on from"),
+    ({"messages": PREFIX, "continue_final_message": "yes"}, "continue_final_message", "true or false"),
+    ({"messages": PREFIX, "chat_template_kwargs": {"continue_final_message": True}},
+     "chat_template_kwargs.continue_final_message", "at the top level of the body"),
+])
+def test_continue_final_message_is_refused_where_it_cannot_apply(body, param, says):
+    with pytest.raises(EngineRequestError) as e:
+        admit(body, kind="chat", config=CONFIG)
+    assert e.value.param == param and says in str(e.value)
+
+
+def test_continue_final_message_turns_the_generation_prompt_off_and_completions_refuse_it():
+    r = admit({"messages": PREFIX, "continue_final_message": True}, kind="chat", config=CONFIG)
+    assert r.continue_final_message and not r.add_generation_prompt
+    assert chat().add_generation_prompt and not chat().continue_final_message
+    with pytest.raises(EngineRequestError, match="applies to chat requests only"):
+        admit({"prompt": "x", "continue_final_message": False}, kind="completion", config=CONFIG)

@@ -188,6 +188,27 @@ def test_stop_strings_end_the_reply_before_the_stop_text(tiny_engine, script_bod
 
 
 @pytest.mark.parametrize("stream", [False, True])
+def test_continue_final_message_goes_on_from_the_assistants_own_words(
+        tiny_engine, script_body, scripts, stream):
+    """A reply prefilled up to "...The user asks" goes on with " for 17 + 25", space kept, in
+    reasoning (the prefix opened <think>); prefix and reply together are the scripted reply."""
+    body = script_body("reason_then_answer")
+    expected = scripts["reason_then_answer"]["reply"]
+    prefix = expected[: expected.index(" for 17")]
+    body["messages"] = body["messages"] + [{"role": "assistant", "content": prefix}]
+    body["continue_final_message"] = True
+    assert tiny_engine.inspect(body).prompt_text.endswith("assistant\n" + prefix)
+    if not stream:
+        message = tiny_engine.chat_completions(body)["choices"][0]["message"]
+    else:
+        deltas = [c["choices"][0]["delta"] for c in tiny_engine.chat_completions(
+            {**body, "stream": True}) if c["choices"]]
+        message = {key: "".join(d.get(key) or "" for d in deltas) for key in ("content", "reasoning")}
+    assert message["reasoning"].startswith(" for 17 + 25.")
+    assert prefix + message["reasoning"] + "</think>" + message["content"] == expected
+
+
+@pytest.mark.parametrize("stream", [False, True])
 def test_a_stop_string_never_matches_part_of_a_marker_token(tiny_engine, script_body, stream):
     """The reply opens with the one token <think>: "ink>" inside it is no stop, "</think>" is."""
     def message(body):

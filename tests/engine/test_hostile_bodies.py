@@ -101,7 +101,8 @@ REFUSED = [
      "replaced per request (pass chat_template to Engine)."),
     ({"chat_template_kwargs": {"add_generation_prompt": False}},
      "chat_template_kwargs.add_generation_prompt",
-     "'chat_template_kwargs.add_generation_prompt' is not allowed: the engine sets it."),
+     "'chat_template_kwargs.add_generation_prompt' is not allowed: send 'add_generation_prompt' at "
+     "the top level of the body."),
 ]
 
 

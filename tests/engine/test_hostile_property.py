@@ -122,6 +122,8 @@ _options = {
     "reasoning_field": _mostly(st.sampled_from(["reasoning", "reasoning_content"]), _anything),
     "role_mapping": _mostly(st.just({"user": "U: "}), _anything),
     "thinking_token_budget": _mostly(st.integers(0, 8)),
+    "continue_final_message": _mostly(st.booleans(), _anything),
+    "add_generation_prompt": _mostly(st.booleans(), _anything),
 }
 _plain_text = st.one_of(st.text(max_size=12), st.sampled_from(["Hi", "<think>", "{{ x }}"]))
 _plausible_messages = st.lists(st.fixed_dictionaries(

@@ -67,6 +67,27 @@ def test_chat_chunks_stream_each_delta_then_the_finish_and_usage():
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] == 11
 
 
+CALL = ToolCall(index=0, id="c1", name="f", arguments={}, text="")
+
+
+@pytest.mark.parametrize("events, content", [
+    ([ReasoningDelta("Hm."), ContentDelta("\n"), ContentDelta("\n"), CALL, ContentDelta("\n")],
+     None),                                                 # blank lines beside calls: no text
+    ([ContentDelta("\n\n"), CALL, ContentDelta("Done.")], "\n\nDone."),  # text: all of it
+    ([ContentDelta("\n\n")], "\n\n"),                       # without calls a blank answer stays
+    ([ContentDelta("Let me check.\n\n"), CALL], "Let me check.\n\n"),
+])
+def test_blank_content_beside_tool_calls_is_none_streamed_or_not(events, content):
+    events = events + [USAGE, Finished("tool_calls" if CALL in events else "stop")]
+    message = built(chat_completion, events, chat())["choices"][0]["message"]
+    assert message["content"] == content
+    chunks = list(built(chat_chunks, events, chat(stream=True)))
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    streamed = [d["content"] for d in deltas if "content" in d]
+    assert "".join(streamed) == (content or "") and all(streamed)
+    assert sum("tool_calls" in d for d in deltas) == (CALL in events)
+
+
 def test_markup_that_did_not_parse_reaches_the_client_as_content():
     cut = '<tool_call>{"name": "get_weather", "arg'
     events = [ContentDelta("Let me check. "), ParseProblem(cut, "tool call cut off"), USAGE,

@@ -182,6 +182,16 @@ def test_bad_json_and_unknown_paths_answer_with_error_objects(tiny_listener):
     assert missing.status_code == 404 and "/v1/chat/completions" in missing.json()["error"]["message"]
 
 
+def test_every_endpoint_answers_without_v1_and_with_a_trailing_slash(tiny_listener):
+    auth = {"Authorization": f"Bearer {tiny_listener.token}"}
+    root = tiny_listener.url.removesuffix("/v1")
+    for path in ("/models", "/v1/models/", "/models/default_model/"):
+        assert httpx.get(root + path, headers=auth).json()["object"] in ("list", "model")
+    answer = httpx.post(root + "/completions/", headers=auth, json={"prompt": "Hi", "max_tokens": 2})
+    assert answer.json()["object"] == "text_completion"
+    assert httpx.get(root + "/v2/models", headers=auth).status_code == 404
+
+
 @pytest.mark.parametrize("body, reason", [
     (b'{"messages": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested too deeply"),
     (b'{"max_tokens": ' + b"9" * 5000 + b"}", "(a number of more than 4300 digits); send a"),
