@@ -14,7 +14,7 @@ from typing import Any
 
 __all__ = ["role_mapping_prompt", "system_fingerprint", "hf_tokenizer", "infer_tool_parser",
            "bpe_byte_decoder", "infer_thinking", "batch_generator", "copy_prompt_cache",
-           "keep_leading_space"]
+           "keep_leading_space", "quiet_length_warning"]
 
 
 def role_mapping_prompt(messages: list[dict], role_mapping: dict | None) -> str:
@@ -36,6 +36,16 @@ def system_fingerprint() -> str:
 def hf_tokenizer(wrapper: Any) -> Any:
     """The Hugging Face tokenizer inside mlx-lm's ``TokenizerWrapper`` (``_tokenizer``)."""
     return wrapper._tokenizer
+
+
+def quiet_length_warning(wrapper: Any) -> None:
+    """Silence transformers' "Token indices sequence length is longer than the specified
+    maximum" warning, which it prints once when a prompt passes ``model_max_length``: the
+    engine checks prompts against the model's context itself, and the warning would land
+    in a notebook cell's output (its flag in ``deprecation_warnings`` marks it as given)."""
+    warnings = getattr(hf_tokenizer(wrapper), "deprecation_warnings", None)
+    if isinstance(warnings, dict):
+        warnings["sequence-length-is-longer-than-the-specified-maximum"] = True
 
 
 def infer_tool_parser(hf_tokenizer: Any) -> str | None:

@@ -26,6 +26,7 @@ import mlx.core as mx
 from .._config import EngineConfig
 from .._errors import EngineError, ModelStoreError
 from .._events import Error
+from .._upstream import quiet_length_warning
 from ..models._info import ModelInfo, describe_model
 from ._prompt_cache import PromptCache
 from ._job import Job, Outbox, reader_pace
@@ -371,6 +372,7 @@ class EngineThread:
         _refuse_nan(model, path)
         self.draft_model = (None if self.config.draft_model is None
                             else _load_draft(self.config, model, tokenizer))
+        quiet_length_warning(tokenizer)
         self.model = model
         self.tokenizer = tokenizer
         self.model_info = describe_model(model, tokenizer, model_config, path,

@@ -270,6 +270,16 @@ def test_a_text_far_past_the_context_is_refused_before_tokenizing(tiny_engine):
     assert info.value.param == "messages" and info.value.error["code"] == "context_length_exceeded"
 
 
+def test_a_prompt_past_the_context_is_refused_in_one_sentence_and_nothing_else(
+        tiny_engine, capfd, caplog):
+    # transformers would log its own "Token indices sequence length is longer..." warning
+    # once, which a notebook shows in the cell under the engine's sentence
+    with pytest.raises(EngineRequestError, match="9001 tokens but the model's context is 2048"):
+        tiny_engine.completions({"prompt": "word " * 3000, "max_tokens": 1})
+    assert "Token indices" not in capfd.readouterr().err
+    assert not [r for r in caplog.records if "Token indices" in r.getMessage()]
+
+
 def test_non_finite_log_probabilities_are_reported_as_openais_floor():
     # What reaches a logprobs field when a step's logits overflowed: never NaN or Infinity.
     from mlx_notebook.engine.request._reply_stream import LOGPROB_FLOOR, _finite
