@@ -279,7 +279,7 @@ def _logit_bias(body, vocab_size: int | None) -> tuple[tuple[int, float], ...] |
         return None
     if not isinstance(bias, Mapping):
         _fail("'logit_bias' must be an object mapping token ids to biases.", "logit_bias")
-    out = []
+    out, outside = [], []
     for key, value in bias.items():
         # An out-of-range id writes outside the logits (a crash, not an error): check each.
         if isinstance(key, bool) or not (
@@ -287,13 +287,18 @@ def _logit_bias(body, vocab_size: int | None) -> tuple[tuple[int, float], ...] |
             _fail(f"'logit_bias' keys must be integer token ids, got {_shown(key)}.", "logit_bias")
         token = int(key)
         if token < 0 or (vocab_size is not None and token >= vocab_size):
-            _fail(f"'logit_bias' token id {_shown(key)} is {_out_of_vocabulary(vocab_size)}",
-                  "logit_bias")
+            outside.append(key)
+            continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                 isinstance(value, int) or math.isfinite(value)) or not -100 <= value <= 100:
             _fail(f"'logit_bias' values must be numbers between -100 and 100, got "
                   f"{_shown(value)} for token {token}.", "logit_bias")
         out.append((token, float(value)))
+    if outside:  # every one named, so that one answer says all that must change
+        named = ", ".join(_shown(k) for k in outside[:10]) + (", ..." if len(outside) > 10 else "")
+        _fail(f"'logit_bias' token id{'s' if len(outside) > 1 else ''} {named} "
+              f"{'are' if len(outside) > 1 else 'is'} {_out_of_vocabulary(vocab_size)}",
+              "logit_bias")
     return tuple(out) or None
 
 

@@ -40,6 +40,8 @@ REFUSED = [
      "'logit_bias' token id \"-1\" is out of vocabulary (ids run from 0 to 399; the vocabulary size is 400)."),
     ({"logit_bias": {str(2**64): 5}}, "logit_bias",
      "'logit_bias' token id \"18446744073709551616\" is out of vocabulary (ids run from 0 to 399; the vocabulary size is 400)."),
+    ({"logit_bias": {"400": 5, "12": 1, "401": 2}}, "logit_bias",  # every one named at once
+     "'logit_bias' token ids \"400\", \"401\" are out of vocabulary (ids run from 0 to 399; the vocabulary size is 400)."),
     ({"logit_bias": {"1.5": 5}}, "logit_bias",
      "'logit_bias' keys must be integer token ids, got \"1.5\"."),
     ({"logit_bias": {"12": float("nan")}}, "logit_bias",
