@@ -18,7 +18,7 @@ from typing import Any
 from .parsers import deepseek_r1, deepseek_v4, mistral
 from ._families import FAMILIES, THINK_TAGS, Family, ToolMarker, family_name, load_parser
 
-__all__ = ["family_for_tokenizer", "prompt_starts_in_reasoning"]
+__all__ = ["family_for_tokenizer", "per_tokenizer", "prompt_starts_in_reasoning"]
 
 # Any vocabulary piece of a DSML marker, however the tokenizer cut it ("<｜DSML｜", "｜DSML").
 _BAR = deepseek_v4.DSML_TOKEN[0]
@@ -29,21 +29,25 @@ _DEEPSEEK_ASSISTANT = "<｜Assistant｜>"
 _cache: weakref.WeakKeyDictionary[Any, Family] = weakref.WeakKeyDictionary()
 
 
-def family_for_tokenizer(tokenizer: Any) -> Family:
-    """The family of a model, from an mlx-lm ``TokenizerWrapper`` or a Hugging Face tokenizer.
-
-    Cached per tokenizer object: it scans the vocabulary once, not once per request.
-    """
+def per_tokenizer(cache: weakref.WeakKeyDictionary, tokenizer: Any, compute) -> Any:
+    """``compute(tokenizer)``, kept in ``cache`` for as long as the tokenizer lives: what
+    scans a vocabulary is done once per model, not once per request."""
     try:
-        return _cache[tokenizer]
+        return cache[tokenizer]
     except (KeyError, TypeError):
         pass
-    family = _detect(tokenizer)
+    value = compute(tokenizer)
     try:
-        _cache[tokenizer] = family
-    except TypeError:  # not weak-referenceable: detect again next time
+        cache[tokenizer] = value
+    except TypeError:  # not weak-referenceable: computed again next time
         pass
-    return family
+    return value
+
+
+def family_for_tokenizer(tokenizer: Any) -> Family:
+    """The family of a model, from an mlx-lm ``TokenizerWrapper`` or a Hugging Face tokenizer
+    (cached per tokenizer object)."""
+    return per_tokenizer(_cache, tokenizer, _detect)
 
 
 def _detect(tokenizer: Any) -> Family:

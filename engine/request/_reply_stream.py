@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import weakref
 
 import mlx.core as mx
 
@@ -19,7 +20,7 @@ from .._events import (
     ToolCall, Usage,
 )
 from .._upstream import bpe_byte_decoder, keep_leading_space
-from ..parsing import StreamFilter
+from ..parsing import StreamFilter, per_tokenizer
 from ._think_budget import reasoning_token_count, think_budget_for
 
 __all__ = ["ReplyStream", "LOGPROB_FLOOR"]
@@ -83,8 +84,17 @@ class _StopGuard:
         return text
 
 
+_marker_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _marker_texts(tokenizer) -> dict[int, str]:
-    """Each added token's id and text: the markers ``_StopGuard`` keeps whole."""
+    """Each added token's id and text: the markers ``_StopGuard`` keeps whole. Read once per
+    tokenizer: a reply stream is made on the engine thread, and listing 6,000 added tokens
+    (a Gemma vocabulary) takes 7.6 ms."""
+    return per_tokenizer(_marker_cache, tokenizer, _read_marker_texts)
+
+
+def _read_marker_texts(tokenizer) -> dict[int, str]:
     added = getattr(tokenizer, "added_tokens_decoder", None) or {}
     return {i: t.content for i, t in added.items() if getattr(t, "content", "")}
 
