@@ -21,17 +21,12 @@ MAX_PROMPTS = 64  # prompts in one completions request (each is its own request 
 def respond(engine: Any, body: Mapping[str, Any], kind: str) -> dict | Iterator[dict]:
     """One request through ``engine.submit``: the whole response, or its chunks."""
     handle = engine.submit(body, kind=kind)
-    request, created = handle.request, int(time.time())
+    stream = handle.request.stream
     if kind == "chat":
-        build = responses.chat_chunks if request.stream else responses.chat_completion
+        build = responses.chat_chunks if stream else responses.chat_completion
     else:
-        build = responses.completion_chunks if request.stream else responses.text_completion
-    if not request.stream:
-        with _cancelled_on_failure(handle):  # Ctrl-C while the whole reply is awaited
-            return build(handle.events(), request=request, request_id=handle.id,
-                         created=created)
-    result = build(handle.events(), request=request, request_id=handle.id, created=created)
-    return _cancel_when_abandoned(result, handle)
+        build = responses.completion_chunks if stream else responses.text_completion
+    return _built(build, handle.events(), [handle])
 
 
 def complete(engine: Any, body: Mapping[str, Any]) -> dict | Iterator[dict]:
@@ -41,16 +36,20 @@ def complete(engine: Any, body: Mapping[str, Any]) -> dict | Iterator[dict]:
     if prompts is None:
         return respond(engine, body, "completion")
     handles = submit_each(engine, body, prompts)
-    request, created = handles[0].request, int(time.time())
-    build = (responses.completion_list_chunks if request.stream
+    build = (responses.completion_list_chunks if handles[0].request.stream
              else responses.text_completion_list)
+    return _built(build, [h.events() for h in handles], handles)
+
+
+def _built(build, events, handles: list) -> dict | Iterator[dict]:
+    """``build`` over the requests' events, named after the first: a whole response (Ctrl-C
+    while it is awaited cancels them), or chunks whose reader may walk away."""
+    request = handles[0].request
+    named = {"request": request, "request_id": handles[0].id, "created": int(time.time())}
     if not request.stream:
         with _cancelled_on_failure(*handles):
-            return build([h.events() for h in handles], request=request,
-                         request_id=handles[0].id, created=created)
-    result = build([h.events() for h in handles], request=request,
-                   request_id=handles[0].id, created=created)
-    return _cancel_when_abandoned(result, *handles)
+            return build(events, **named)
+    return _cancel_when_abandoned(build(events, **named), *handles)
 
 
 def several_prompts(body) -> list[str] | list[list] | None:
