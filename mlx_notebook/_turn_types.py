@@ -143,6 +143,8 @@ class ToolCallRecord(_FieldMapping):
             return self.result
         if (text := _utf8(self.result)) is not None:  # a command's output, say: its text
             return text
+        if type(self.result) is int:  # every digit, also past the 4,300 Python writes as text
+            return str(decimal.Decimal(self.result))  # (math.factorial(2000) has 5,736)
         try:
             return json.dumps(self.result, default=_as_json)
         except TypeError:  # a key json cannot write (a date): keys as text, then once more

@@ -1,8 +1,9 @@
 """Plain Python functions as tools the model can call: schemas, the registry and one call.
 
 The JSON schema comes from the signature (required = no default), the type hints and the
-docstring (first paragraph = description; Google ``Args:``, Sphinx ``:param x:`` or NumPy
-``Parameters`` sections = parameter descriptions). Type hints go through transformers'
+docstring (the prose before its first section = description; Google ``Args:`` (and
+Napoleon's other names for it), Sphinx ``:param x:`` or NumPy ``Parameters`` sections =
+parameter descriptions). Type hints go through transformers'
 converter, the one chat templates are tested against; its ``get_json_schema`` itself is not
 used because it rejects functions without a docstring or a hint on every parameter, and a
 notebook user's quick function should still work. ``Annotated[int, "text"]`` describes a
@@ -10,8 +11,9 @@ parameter too. What that converter has no form for is written here (``_schema``)
 (dataclasses, TypedDicts, NamedTuples, pydantic models) as objects of their fields, described
 by their own docstrings (``Args:`` or ``Attributes:`` for the fields), dates,
 times and UUIDs as formatted strings, paths as strings, ``Decimal`` as a number. A parameter
-declared with pydantic's ``Field(...)`` (as its default or in ``Annotated``) shows its limits
-(``gt=10`` is ``exclusiveMinimum``) and pydantic checks the value the model sends.
+declared with pydantic's ``Field(...)`` (as its default or in ``Annotated``) or its constraints
+(``conint(gt=10)``, ``PositiveInt``) shows its limits (``gt=10`` is ``exclusiveMinimum``) and
+pydantic checks the value the model sends.
 
 A call gets its arguments as the hints ask for them (``_coerced``): an Enum's member for the
 value the model wrote, ``"3"`` as 3 for an ``int``, a list sent as JSON text decoded, a record
@@ -23,6 +25,7 @@ the call.
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import copy
 import dataclasses
 import datetime
@@ -119,16 +122,40 @@ def make_tool(function: Callable[..., Any], *, name: str | None = None,
 
 
 def _read_docstring(doc: str, attributes: bool = False) -> tuple[str | None, dict[str, str]]:
-    """A docstring's summary and its parameters' descriptions, in any of the three styles
-    (a record's ``Attributes`` too)."""
+    """A docstring's summary (the prose before its first section) and its parameters'
+    descriptions, in any of the three styles (a record's ``Attributes`` too)."""
     if not doc:
         return None, {}
-    summary, google_args, _ = google_docstring(doc)
+    listed = _GOOGLE_PARAMETERS | ({"Attributes"} if attributes else set())
+    headers = list(_GOOGLE_SECTION.finditer(doc))
+    google_args: dict[str, str] = {}
+    for i, header in enumerate(headers):
+        if header.group(1) in listed:  # each section's entries, read by transformers' parser
+            end = headers[i + 1].start() if i + 1 < len(headers) else len(doc)
+            entries = _STARRED.sub(r"\1", doc[header.end():end])
+            google_args.update(google_docstring("\nArgs:" + entries)[1] or {})
     param_docs = {**_numpy_params(doc, attributes), **dict(_SPHINX_PARAM.findall(doc)),
-                  **(google_args or {})}
-    if summary:
-        summary = _NUMPY_SECTION.split(summary.split(":param")[0], 1)[0].strip()
-    return summary or None, param_docs
+                  **google_args}
+    first = [found.start() for pattern in (_GOOGLE_SECTION, _GOOGLE_INLINE_SECTION,
+                                           _SPHINX_FIELD, _NUMPY_SECTION)
+             if (found := pattern.search(doc))]
+    return doc[:min(first, default=len(doc))].strip() or None, param_docs
+
+
+_GOOGLE_PARAMETERS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args",
+                      "Keyword Arguments", "Other Parameters"}
+_GOOGLE_SECTION = re.compile(
+    r"^[ \t]*(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|"
+    r"Attributes|Returns|Return|Yields|Yield|Raises|Examples|Example|Notes|Note|Warnings|"
+    r"Warning|See Also|References|Todo|Methods):[ \t]*$", re.MULTILINE)
+"""A Google docstring's section header, alone on its line (Napoleon's names)."""
+_GOOGLE_INLINE_SECTION = re.compile(r"^[ \t]*(Args|Arguments|Returns|Yields|Raises):", re.MULTILINE)
+"""``Returns: the sum.`` on one line also ends the summary."""
+_SPHINX_FIELD = re.compile(
+    r"^[ \t]*:(param|parameter|arg|argument|key|keyword|type|raises?|except|exception|"
+    r"returns?|rtype|yields?|ytype|var|ivar|cvar|vartype|meta)\b", re.MULTILINE)
+_STARRED = re.compile(r"^([ \t]*)\*{1,2}(?=\w)", re.MULTILINE)
+"""``**options: ...`` in an ``Args`` section describes ``options``."""
 
 
 _NUMPY_SECTION = re.compile(
@@ -208,12 +235,12 @@ def _docstring(function: Callable[..., Any]) -> str:
 def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict) -> dict:
     try:
         signature = inspect.signature(function)  # a partial's bound arguments are left out
-    except ValueError:  # a builtin written in C
+    except (ValueError, TypeError):  # a builtin written in C, a __signature__ that is none
         raise ToolError(f"Python cannot read the parameters of {function!r}; wrap it in a "
                         f"def with typed parameters to make tool '{name}'.") from None
     hints = _hints(function, name)
     try:
-        annotated = typing.get_type_hints(_described(function), include_extras=True)
+        annotated = _type_hints(function, include_extras=True)
     except Exception:  # noqa: BLE001 -- the plain hints above read, or said why not
         annotated = {}
     properties: dict[str, dict] = {}
@@ -245,7 +272,7 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
         properties[parameter.name] = schema
         # A Field(...) gives the default (as the parameter's default or in Annotated).
         holds_default = field is not None and (
-            parameter.default is field or parameter.default is parameter.empty)
+            _is_field_info(parameter.default) or parameter.default is parameter.empty)
         if field.is_required() if holds_default else parameter.default is parameter.empty:
             required.append(parameter.name)
     out: dict[str, Any] = {"type": "object", "properties": properties}
@@ -257,7 +284,7 @@ def _parameters_schema(function: Callable[..., Any], name: str, param_docs: dict
 def _hints(function: Callable[..., Any], name: str) -> dict[str, Any]:
     """A tool's type hints, resolved; {} when nothing Python can read hints from."""
     try:
-        return typing.get_type_hints(_described(function))
+        return _type_hints(function)
     except NameError as exc:  # a string hint naming something out of the function's globals
         raise ToolError(
             f"The type hints of tool '{name}' cannot be resolved ({exc}); define the types "
@@ -268,6 +295,23 @@ def _hints(function: Callable[..., Any], name: str) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 -- a string hint that is not Python, a bad attribute
         raise ToolError(f"The type hints of tool '{name}' cannot be read ({type(exc).__name__}: "
                         f"{exc}).") from None
+
+
+def _type_hints(function: Callable[..., Any], include_extras: bool = False) -> dict[str, Any]:
+    """``typing.get_type_hints`` of a tool's parameters. A return hint that cannot be resolved
+    is left out: it plays no part in the call (``-> pd.DataFrame`` with pandas imported under
+    ``TYPE_CHECKING``, where ``from __future__ import annotations`` keeps it a string)."""
+    target = _described(function)
+    try:
+        return typing.get_type_hints(target, include_extras=include_extras)
+    except NameError:
+        annotations = getattr(target, "__annotations__", None)
+        if not isinstance(annotations, dict) or "return" not in annotations:
+            raise
+    parameters = types.SimpleNamespace(
+        __annotations__={k: v for k, v in annotations.items() if k != "return"})
+    return typing.get_type_hints(parameters, globalns=getattr(inspect.unwrap(target), "__globals__", {}),
+                                 include_extras=include_extras)
 
 
 def _annotated_description(hint: Any) -> str | None:
@@ -282,13 +326,30 @@ def _annotated_description(hint: Any) -> str | None:
 
 
 def _pydantic_field(default: Any, annotated: Any) -> Any:
-    """The pydantic ``Field(...)`` a parameter is declared with (as its default, or in its
-    ``Annotated`` hint), or None."""
-    if _is_field_info(default):
-        return default
-    if typing.get_origin(annotated) is typing.Annotated:
-        return next((extra for extra in annotated.__metadata__ if _is_field_info(extra)), None)
-    return None
+    """pydantic's ``FieldInfo`` for a parameter declared with its ``Field(...)`` (as the
+    default, or in the ``Annotated`` hint) or its constraints (``conint(gt=0)``,
+    ``PositiveInt``, ``Annotated[str, StringConstraints(...)]``, ``Annotated[int, Gt(0)]``),
+    all of them merged as pydantic merges a model field's; None for any other parameter."""
+    extras = annotated.__metadata__ if typing.get_origin(annotated) is typing.Annotated else ()
+    if not _is_field_info(default) and not any(map(_is_pydantic_extra, extras)):
+        return None
+    from pydantic.fields import FieldInfo  # (a tool declared with pydantic's: it is installed)
+
+    try:
+        if _is_field_info(default):
+            return FieldInfo.from_annotated_attribute(annotated or Any, default)
+        return FieldInfo.from_annotation(annotated)
+    except Exception:  # noqa: BLE001 -- a hint pydantic cannot read: the Field as written
+        return default if _is_field_info(default) else next(
+            (extra for extra in extras if _is_field_info(extra)), None)
+
+
+def _is_pydantic_extra(extra: Any) -> bool:
+    """An ``Annotated`` extra that pydantic checks: its ``Field``, its ``StringConstraints``
+    or validators, or an ``annotated_types`` limit (``Gt(0)``, ``Interval(le=10)``)."""
+    module = type(extra).__module__
+    return _is_field_info(extra) or module.startswith("annotated_types") or (
+        module.startswith("pydantic") and not module.startswith("pydantic.v1"))
 
 
 def _is_field_info(value: Any) -> bool:
@@ -412,9 +473,8 @@ def _record_docs(record: type) -> tuple[str | None, dict[str, str]]:
     if not isinstance(doc, str) or _GENERATED_DOC.fullmatch(doc) and doc.startswith(
             f"{record.__name__}("):
         return None, {}
-    doc = re.sub(r"^(\s*)Attributes:[ \t]*$", r"\1Args:", inspect.cleandoc(doc), flags=re.MULTILINE)
     try:
-        return _read_docstring(doc, attributes=True)
+        return _read_docstring(inspect.cleandoc(doc), attributes=True)
     except Exception:  # noqa: BLE001 -- a docstring is prose: one that does not parse says nothing
         return None, {}
 
@@ -461,11 +521,31 @@ _STRING_FORMATS = ((datetime.datetime, "date-time"), (datetime.date, "date"),
 """Types the model writes as text (``datetime`` before ``date``: it is one)."""
 
 
+_CONCRETE = {collections.abc.Sequence: list, collections.abc.MutableSequence: list,
+             collections.abc.Collection: list, collections.abc.Iterable: list,
+             collections.abc.Mapping: dict, collections.abc.MutableMapping: dict}
+"""Abstract containers a typed tool may ask for, and what the model's JSON is passed as."""
+
+
+def _plain(hint: Any) -> Any:
+    """``hint`` as the JSON it takes: a ``NewType`` as the type under it, ``Sequence[float]``
+    (typing's or collections.abc's) as ``list[float]``, ``Mapping[str, int]`` as
+    ``dict[str, int]``."""
+    while isinstance(hint, typing.NewType):
+        hint = hint.__supertype__
+    origin = typing.get_origin(hint)
+    if (concrete := _CONCRETE.get(origin or hint)) is None:
+        return hint
+    args = typing.get_args(hint)
+    return concrete[args] if args else concrete
+
+
 def _schema(hint: Any, enclosing: tuple[type, ...] = ()) -> dict:
     """The JSON schema of a parameter's hint: records as objects of their fields, formatted
     strings for dates and UUIDs, containers of these item by item; every other hint as
     transformers' converter writes it. ``enclosing``: the records being described (a record
     that contains itself is an untyped object the second time)."""
+    hint = _plain(hint)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Annotated:
         return _schema(args[0], enclosing)
@@ -525,6 +605,8 @@ def _schema(hint: Any, enclosing: tuple[type, ...] = ()) -> dict:
 def _ours(hint: Any) -> bool:
     """Whether ``hint`` is, or holds, a type transformers' converter has no form for and
     ``_schema`` has."""
+    if _plain(hint) is not hint:
+        return True
     if isinstance(hint, type):
         return (_record_fields(hint) is not None or _is_root_model(hint)
                 or issubclass(hint, _TEXT_TYPES) or issubclass(hint, decimal.Decimal))
@@ -664,10 +746,15 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
     try:
         keywords = _coerced(function, arguments, signature)
         positional = []
+        # A singledispatch function picks its implementation by the first argument's type,
+        # which it reads only from the position.
+        by_position = (inspect.Parameter.POSITIONAL_ONLY,) + (
+            (inspect.Parameter.POSITIONAL_OR_KEYWORD,) if _dispatches(function) else ())
         for parameter in signature.parameters.values():  # sent by name, passed by position
-            if parameter.kind is not parameter.POSITIONAL_ONLY or parameter.name not in keywords:
+            if parameter.kind not in by_position or parameter.name not in keywords:
                 break
             positional.append(keywords.pop(parameter.name))
+            by_position = (inspect.Parameter.POSITIONAL_ONLY,)
         signature.bind(*positional, **keywords)
     except KeyboardInterrupt:
         raise
@@ -683,6 +770,8 @@ def call_tool(tools: list[Tool], name: str, arguments: dict) -> tuple[Any, str |
             result = _run_to_completion(result)
         if inspect.isgenerator(result):  # a tool written with ``yield``: the model reads its items
             result = _drained(result, name)
+        elif inspect.isasyncgen(result):  # (``async def`` with ``yield``)
+            result = _run_to_completion(_drained_async(result, name))
     # The model sees the failure; the notebook keeps running, also through a tool's
     # sys.exit() or an awaited task's cancellation. A KeyboardInterrupt is the user's and
     # still stops the cell.
@@ -706,10 +795,33 @@ def _drained(generator: Any, name: str) -> list:
     for item in generator:
         if len(items) == _MOST_ITEMS:
             generator.close()
-            items.append(f"[{name} yielded more than {_MOST_ITEMS} items; the rest were not read]")
+            items.append(_unread(name))
             break
         items.append(item)
     return items
+
+
+async def _drained_async(generator: Any, name: str) -> list:
+    """An async generator's items, as ``_drained`` reads a generator's."""
+    items = []
+    async for item in generator:
+        if len(items) == _MOST_ITEMS:
+            await generator.aclose()
+            items.append(_unread(name))
+            break
+        items.append(item)
+    return items
+
+
+def _unread(name: str) -> str:
+    return f"[{name} yielded more than {_MOST_ITEMS} items; the rest were not read]"
+
+
+def _dispatches(function: Callable[..., Any]) -> bool:
+    """A ``functools.singledispatch`` function (or a partial of one)."""
+    inner, _ = _unwrapped(function)
+    return callable(getattr(inner, "dispatch", None)) and isinstance(
+        getattr(inner, "registry", None), collections.abc.Mapping)
 
 
 def _failure(exc: BaseException) -> str:
@@ -740,7 +852,7 @@ def _coerced(function: Callable[..., Any], arguments: dict,
     the hint does not take None: models taught OpenAI's strict schemas write null for an
     argument they leave out."""
     try:
-        hints = typing.get_type_hints(_described(function))
+        hints = _type_hints(function)
     except Exception:  # noqa: BLE001 -- make_tool said what it could; call with what came
         return arguments
     empty = inspect.Parameter.empty
@@ -760,18 +872,18 @@ def _coerced(function: Callable[..., Any], arguments: dict,
                 continue  # the default
             raise
     try:
-        annotated = typing.get_type_hints(_described(function), include_extras=True)
+        annotated = _type_hints(function, include_extras=True)
     except Exception:  # noqa: BLE001 -- read above already
         annotated = {}
     for name, default in defaults.items():  # pydantic's Field(...): checked by pydantic
         if (field := _pydantic_field(default, annotated.get(name))) is None:
             continue
         if name in coerced:
-            none_default = default is None or (default is field and field.default is None)
+            none_default = default is None or (_is_field_info(default) and field.default is None)
             if not (coerced[name] is None and none_default) and (
                     adapter := _adapter(hints.get(name, Any), field)) is not None:
                 coerced[name] = _validated(adapter, coerced[name], name)
-        elif default is field or default is inspect.Parameter.empty:  # the Field's default
+        elif _is_field_info(default) or default is inspect.Parameter.empty:  # the Field's default
             if field.is_required():
                 raise TypeError(f"missing a required argument: '{name}'")
             coerced[name] = field.get_default(call_default_factory=True)
@@ -795,6 +907,7 @@ _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 def _coerce(value: Any, hint: Any, key: str) -> Any:
+    hint = _plain(hint)
     if (aliased := _alias_value(hint)) is not None:
         return _coerce(value, aliased, key)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -906,6 +1019,7 @@ _KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a s
 
 def _expected(hint: Any) -> str | None:
     """What a value of ``hint`` is, in the model's words ("an integer"), where we check it."""
+    hint = _plain(hint)
     if typing.get_origin(hint) is typing.Literal:
         return f"one of {', '.join(json.dumps(a, default=str) for a in typing.get_args(hint))}"
     return _KINDS.get(typing.get_origin(hint) or hint)
@@ -1023,6 +1137,7 @@ def _same(value: Any, choice: Any) -> bool:
 
 def _fits(value: Any, hint: Any) -> bool:
     """Whether ``value`` is already of type ``hint`` (a list or dict item by item)."""
+    hint = _plain(hint)
     origin = typing.get_origin(hint) or hint
     if hint is Any or isinstance(hint, (typing.ForwardRef, str)):  # (see _schema)
         return True

@@ -5,20 +5,28 @@ The end-to-end tool loop on the tiny reasoner is in ``test_magics.py``.
 
 from __future__ import annotations
 
+import asyncio
+import collections.abc
 import dataclasses
 import datetime
 import decimal
 import enum
+import functools
+import math
 import pathlib
+import typing
 import uuid
-from typing import Annotated, ClassVar, Literal, NamedTuple, NotRequired, Optional, TypedDict
+from typing import (Annotated, ClassVar, Literal, Mapping, NamedTuple, NewType, NotRequired, Optional,
+                    Sequence, TypedDict)
 
+import annotated_types
 import pydantic
 import pytest
 import typing_extensions
 
 import mlx_notebook
 import mlx_notebook.tools as tools_module
+from mlx_notebook._turn_types import ToolCallRecord
 from mlx_notebook.tools import ToolError, call_tool, make_tool, registered_tools, resolve_tools
 
 
@@ -1035,3 +1043,160 @@ def test_call_tool_answers_in_a_sentence_for_arguments_that_are_no_object_and_od
     tool = make_tool(f)
     assert call_tool([tool], "f", None) == (None, "bad arguments for f: they must be an object, got null")
     assert call_tool([tool], "f", {}) == (None, "Odd: (its message could not be read: Odd.__str__ failed)")
+
+
+# -- hints typed code uses, as pydantic and OpenAI's pydantic_function_tool read them ---------
+
+UserId = NewType("UserId", int)
+
+
+def test_newtypes_and_abstract_containers_are_the_json_they_stand_for():
+    def book(user: UserId, guests: Sequence[UserId], prices: collections.abc.Iterable[float],
+             rooms: Mapping[str, int], note: Optional[UserId] = None) -> str:
+        """Book rooms."""
+        return repr((user, guests, prices, rooms, note))
+
+    made = make_tool(book)
+    assert made.parameters["properties"] == {
+        "user": {"type": "integer"},
+        "guests": {"type": "array", "items": {"type": "integer"}},
+        "prices": {"type": "array", "items": {"type": "number"}},
+        "rooms": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "note": {"type": "integer", "nullable": True},
+    }
+    # What the model wrote arrives as the hints ask: lists for the abstract containers.
+    assert call_tool([made], "book", {"user": "7", "guests": [1, 2.0], "prices": "[1.5, 2]",
+                                      "rooms": {"a": "3"}, "note": "4"}) == (
+        "(7, [1, 2], [1.5, 2], {'a': 3}, 4)", None)
+    assert call_tool([made], "book", {"user": 1, "guests": "x", "prices": [], "rooms": {}}) == (
+        None, "bad arguments for book: 'guests' must be a list, got \"x\"")
+
+
+def test_pydantic_constrained_types_show_their_limits_and_are_checked():
+    def pick(n: pydantic.conint(gt=0, le=10), code: pydantic.constr(min_length=2),
+             k: pydantic.PositiveInt = 1, m: Annotated[int, pydantic.Field(description="em"),
+                                                      annotated_types.Gt(3)] = 5) -> str:
+        """Pick."""
+        return repr((n, code, k, m))
+
+    made = make_tool(pick)
+    assert made.parameters == {"type": "object", "properties": {
+        "n": {"type": "integer", "maximum": 10, "exclusiveMinimum": 0},
+        "code": {"type": "string", "minLength": 2},
+        "k": {"type": "integer", "exclusiveMinimum": 0},
+        "m": {"type": "integer", "exclusiveMinimum": 3, "description": "em"}},
+        "required": ["n", "code"]}
+    assert call_tool([made], "pick", {"n": "3", "code": "xy"}) == ("(3, 'xy', 1, 5)", None)
+    assert call_tool([made], "pick", {"n": 0, "code": "xy"}) == (
+        None, "bad arguments for pick: 'n': Input should be greater than 0")
+    assert call_tool([made], "pick", {"n": 3, "code": "xy", "k": -5})[1] == (
+        "bad arguments for pick: 'k': Input should be greater than 0")
+    assert call_tool([made], "pick", {"code": "xy"})[1] == (
+        "bad arguments for pick: missing a required argument: 'n'")
+
+
+if typing.TYPE_CHECKING:
+    import pandas as pd  # noqa: F401 -- named only in a return hint
+
+
+def test_a_return_hint_that_cannot_be_resolved_does_not_refuse_the_tool():
+    def load(path: str, rows: int = 2) -> pd.DataFrame:
+        """Load a table."""
+        return f"{path}:{rows!r}"
+
+    made = make_tool(load)
+    assert made.parameters["properties"] == {"path": {"type": "string"}, "rows": {"type": "integer"}}
+    assert call_tool([made], "load", {"path": "t.csv", "rows": "3"}) == ("t.csv:3", None)
+
+    def broken(path: Missing) -> str:  # noqa: F821 -- a parameter's hint still says so
+        """Broken."""
+
+    with pytest.raises(ToolError, match="cannot be resolved"):
+        make_tool(broken)
+
+
+@functools.singledispatch
+def area(shape: str | int, scale: float = 1.0) -> str:
+    """The area of a shape, by name or by side."""
+    return f"named {shape} x{scale}"
+
+
+@area.register
+def _(shape: int, scale: float = 1.0) -> str:
+    return f"side {shape} x{scale}"
+
+
+def test_a_singledispatch_tool_gets_its_first_argument_by_position():
+    made = make_tool(area)
+    assert made.parameters["required"] == ["shape"]
+    assert call_tool([made], "area", {"shape": "square", "scale": 2}) == ("named square x2", None)
+    assert call_tool([made], "area", {"scale": 2, "shape": 3}) == ("side 3 x2", None)
+
+
+def test_an_async_generator_tools_items_are_read_and_an_endless_one_is_cut():
+    async def countdown(start: int):
+        """Count down."""
+        for i in range(start, 0, -1):
+            await asyncio.sleep(0)
+            yield i
+
+    async def forever():
+        """Never ends."""
+        i = 0
+        while True:
+            i += 1
+            yield i
+
+    assert call_tool([make_tool(countdown)], "countdown", {"start": 3}) == ([3, 2, 1], None)
+    items, error = call_tool([make_tool(forever)], "forever", {})
+    assert error is None and items[:2] == [1, 2] and len(items) == 1001
+    assert items[-1] == "[forever yielded more than 1000 items; the rest were not read]"
+
+
+def test_docstring_sections_by_any_of_their_names_and_fields_leave_the_description():
+    def total(a: int, b: int = 0, **extra) -> int:
+        """Add numbers.
+
+        Arguments:
+            a: the first
+                number
+            **extra: ignored
+
+        Keyword Args:
+            b (int): the second
+
+        Example:
+            >>> total(1, 2)
+        """
+
+    def sphinx(a: int) -> int:
+        """Double a number.
+
+        :returns: twice a
+        :raises ValueError: never
+        """
+
+    def inline(a: int) -> int:
+        """Halve a number.
+        Returns: half of a.
+
+        Parameters:
+            a: the number
+        """
+
+    made = make_tool(total)
+    assert made.description == "Add numbers."
+    assert made.parameters["properties"] == {
+        "a": {"type": "integer", "description": "the first number"},
+        "b": {"type": "integer", "description": "the second"}}
+    assert make_tool(sphinx).description == "Double a number."
+    made = make_tool(inline)
+    assert (made.description, made.parameters["properties"]["a"]["description"]) == (
+        "Halve a number.", "the number")
+
+
+def test_an_integer_past_pythons_text_limit_reaches_the_model_whole():
+    made = make_tool(lambda n: math.factorial(n), name="factorial")
+    record = ToolCallRecord("c1", "factorial", {"n": 2000}, result=call_tool([made], "factorial", {"n": 2000})[0])
+    digits = record.message_content()
+    assert len(digits) == 5736 and digits.startswith("33162750924506332411")
