@@ -250,8 +250,8 @@ class Engine:
         context = self.model_info.context_length
         if context and self.config.max_kv_size is None and len(prompt.tokens) >= context:
             raise EngineRequestError(
-                f"The prompt is {len(prompt.tokens)} tokens but the model's context is "
-                f"{context}; shorten the conversation.",
+                f"The prompt of {len(prompt.tokens)} tokens is longer than the model's context "
+                f"length of {context} tokens; shorten the conversation.",
                 param="messages" if kind == "chat" else "prompt",
                 code="context_length_exceeded",
             )

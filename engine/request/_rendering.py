@@ -209,8 +209,11 @@ def _encode(encoder: TextEncoder, text: str, param: str, max_chars: int | None =
             **kwargs) -> list[int]:
     if max_chars is not None and len(text) > max_chars:
         raise EngineRequestError(
-            f"The prompt is {len(text)} characters, more than the model's context can hold; "
-            "shorten it.", param=param, code="context_length_exceeded")
+            # (Worded as OpenAI's and vLLM's refusals are: clients such as litellm tell a
+            # context overflow by the words alone.)
+            f"The prompt of {len(text)} characters is longer than the model's context length "
+            f"of {max_chars // CHARS_PER_TOKEN_BOUND} tokens; shorten it.", param=param,
+            code="context_length_exceeded")
     try:
         return encoder.encode(text, **kwargs)
     except Exception as e:  # admission refuses what tokenizers choke on; this is a backstop

@@ -1,8 +1,9 @@
 """The OpenAI-compatible HTTP listener: the in-process engine served to other programs.
 
 ``Listener(engine).start()`` serves ``/v1/chat/completions``, ``/v1/completions``,
-``/v1/models`` and ``/health`` as ``mlx_lm.server`` does, through the same request path and
-response builders as every in-process caller. Private modules: ``_listener`` (the server
+``/v1/models`` and ``/health`` as ``mlx_lm.server`` does, and OpenAI's ``/v1/responses`` (a
+chat request in the Responses API's shapes), through the same request path and response
+builders as every in-process caller. Private modules: ``_listener`` (the server
 thread and its loop), ``_handlers`` (the endpoints).
 """
 

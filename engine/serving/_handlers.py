@@ -35,6 +35,7 @@ from ..request._respond import several_prompts, submit_each
 from .._errors import EngineDeadError, EngineError, EngineRequestError, json_failure
 from .._events import Error, Finished, TokenLogprobs
 from ..request import _responses as responses
+from ..request import _responses_api as responses_api
 from ..request._admission import DEFAULT_MODEL_ALIAS
 from ..request._handle import RequestHandle
 from ..request._job import PACE_SECONDS, TEXT_EVENTS, urgent
@@ -52,7 +53,7 @@ class ServedRequest:
     client: str
     """The client's address, ``host:port``."""
     endpoint: str
-    """``/v1/chat/completions`` or ``/v1/completions``."""
+    """The path it came on (``/v1/chat/completions``, ``/v1/responses``, ...)."""
     stream: bool
     started: float
     """``time.time()`` when it was admitted."""
@@ -293,7 +294,7 @@ class ModelsHandler(_Base):
 class NotFoundHandler(_Base):
     def prepare(self) -> None:
         self.fail(404, f"There is no endpoint {_cut(self.request.path)}; use /v1/chat/completions, "
-                       "/v1/completions, /v1/models or /health.", code="not_found")
+                       "/v1/responses, /v1/completions, /v1/models or /health.", code="not_found")
 
 
 # zlib's window bits for a compressed request body: gzip's format, or zlib's (which HTTP
@@ -304,11 +305,19 @@ _ZLIB_WINDOW = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS,
 
 @stream_request_body
 class CompletionsHandler(_Base):
-    """``POST /v1/chat/completions`` and ``POST /v1/completions``, streaming or not."""
+    """``POST /v1/chat/completions``, ``POST /v1/responses`` (a chat request, in and out in
+    the Responses API's shapes: ``request/_responses_api``) and ``POST /v1/completions``,
+    streaming or not."""
 
     def initialize(self, listener: Any, kind: str) -> None:
         super().initialize(listener)
         self.kind = kind
+        self.body: dict = {}
+        """The body as the client sent it (a Responses body's fields are echoed back)."""
+        self.frame = _typed_sse if kind == "responses" else _sse
+        self.done_line = b"" if kind == "responses" else b"data: [DONE]\n\n"
+        """What ends a stream: chat and completion streams end with [DONE], a Responses
+        stream with its response.completed event."""
         self.handle: RequestHandle | None = None
         self.several: list[RequestHandle] = []
         """A completion over a list of prompts: one request each (``_serve_several``)."""
@@ -433,13 +442,21 @@ class CompletionsHandler(_Base):
         engine = self.engine()
         if engine is None:
             return
+        self.body = body
+        if self.kind == "responses":
+            try:
+                body = responses_api.chat_body(body)
+            except EngineRequestError as exc:
+                self._fail_with(exc)
+                return
         prompts = several_prompts(body) if self.kind == "completion" else None
         if prompts is not None:
             await self._serve_several(engine, body, prompts)
             return
         loop = asyncio.get_running_loop()
         self.ended = loop.create_future()
-        submit = functools.partial(engine.submit, body, kind=self.kind,
+        submit = functools.partial(engine.submit, body,
+                                   kind="completion" if self.kind == "completion" else "chat",
                                    on_event=self.listener.deliveries.sender(self))
         try:
             handle = await loop.run_in_executor(None, submit)
@@ -523,19 +540,22 @@ class CompletionsHandler(_Base):
 
     async def _serve(self, handle: RequestHandle) -> None:
         request = handle.request
-        build = {("chat", True): responses.ChatChunks,
-                 ("completion", True): responses.CompletionChunks}.get((self.kind, request.stream))
-        created = int(time.time())
-        if build is not None:
+        named = {"request": request, "request_id": handle.id, "created": int(time.time())}
+        if self.kind == "responses":
+            named["body"] = self.body
+        if request.stream:
             self.set_header("Content-Type", _EVENT_STREAM)
             self.set_header("Cache-Control", "no-cache")
-            self.chunks = build(request=request, request_id=handle.id, created=created)
+            self.chunks = {"chat": responses.ChatChunks, "completion": responses.CompletionChunks,
+                           "responses": responses_api.ResponseEvents}[self.kind](**named)
+            if self.kind == "responses":
+                self.write(b"".join(map(self.frame, self.chunks.start())))
             # Headers go out at once: the client sees 200 while the prompt is still prefilling.
             self.flush().add_done_callback(self._flushed)
         else:
             self.respond = functools.partial(
-                responses.chat_completion if self.kind == "chat" else responses.text_completion,
-                request=request, request_id=handle.id, created=created)
+                {"chat": responses.chat_completion, "completion": responses.text_completion,
+                 "responses": responses_api.response_object}[self.kind], **named)
         early, self.early = self.early, None
         for event in early:  # what the engine made before the handle came back
             self.on_event(event)
@@ -559,13 +579,13 @@ class CompletionsHandler(_Base):
                 self._respond_whole()
             return
         try:
-            self.out.extend(_sse(c) for c in self.chunks.feed(event))
+            self.out.extend(map(self.frame, self.chunks.feed(event)))
             if last:
-                self.out.extend(_sse(c) for c in self.chunks.end())
+                self.out.extend(map(self.frame, self.chunks.end()))
         except EngineError as exc:  # an Error event: the error object, then the end
-            self.out.append(_sse(_error_object(exc)))
+            self.out.append(self.frame(_error_object(exc)))
         if last:
-            self.out.append(b"data: [DONE]\n\n")
+            self.out.append(self.done_line)
             self.ended.set_result(None)
 
     def abort(self) -> None:
@@ -581,7 +601,7 @@ class CompletionsHandler(_Base):
         error = EngineRequestError("The server failed on this request; see the listener's log.",
                                    type="server_error")
         if self._headers_written:  # a stream under way: its error object, then the end
-            self.write(_sse(_error_object(error)) + b"data: [DONE]\n\n")
+            self.write(self.frame(_error_object(error)) + self.done_line)
             self.finish()
         else:
             self._fail_with(error)
@@ -708,3 +728,10 @@ ISO-8859-1 for any text/* that names none) turned "18 °C" into "18 Â°C"."""
 
 def _sse(obj: dict) -> bytes:
     return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+
+
+def _typed_sse(obj: dict) -> bytes:
+    """A Responses stream's event: its type also on an ``event:`` line (an error object's is
+    ``error``), as OpenAI sends them."""
+    kind = obj.get("type") or ("error" if "error" in obj else "message")
+    return f"event: {kind}\n".encode() + _sse(obj)

@@ -151,6 +151,7 @@ class Listener:
             # each also without /v1 (a client whose base URL lacks it) and with a trailing /
             (r"(?:/v1)?/chat/completions/?", CompletionsHandler, {**me, "kind": "chat"}),
             (r"(?:/v1)?/completions/?", CompletionsHandler, {**me, "kind": "completion"}),
+            (r"(?:/v1)?/responses/?", CompletionsHandler, {**me, "kind": "responses"}),
             (r"(?:/v1)?/models(?:/(.+?))?/?", ModelsHandler, me),
             (r"/health/?", HealthHandler, me),
         ], default_handler_class=NotFoundHandler, default_handler_args=me,

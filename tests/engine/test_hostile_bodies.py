@@ -264,8 +264,8 @@ def test_a_text_far_past_the_context_is_refused_before_tokenizing(tiny_engine):
     with pytest.raises(EngineRequestError) as info:
         tiny_engine.completions({"prompt": "ab" * 40_000, "max_tokens": 4})
     assert info.value.error == {
-        "message": "The prompt is 80000 characters, more than the model's context can hold; "
-                   "shorten it.",
+        "message": "The prompt of 80000 characters is longer than the model's context length "
+                   "of 2048 tokens; shorten it.",
         "type": "invalid_request_error", "param": "prompt", "code": "context_length_exceeded"}
     with pytest.raises(EngineRequestError) as info:
         tiny_engine.chat_completions({"messages": [{"role": "user", "content": "ab" * 40_000}]})
@@ -276,7 +276,7 @@ def test_a_prompt_past_the_context_is_refused_in_one_sentence_and_nothing_else(
         tiny_engine, capfd, caplog):
     # transformers would log its own "Token indices sequence length is longer..." warning
     # once, which a notebook shows in the cell under the engine's sentence
-    with pytest.raises(EngineRequestError, match="9001 tokens but the model's context is 2048"):
+    with pytest.raises(EngineRequestError, match="of 9001 tokens is longer than the model's context length of 2048 tokens"):
         tiny_engine.completions({"prompt": "word " * 3000, "max_tokens": 1})
     assert "Token indices" not in capfd.readouterr().err
     assert not [r for r in caplog.records if "Token indices" in r.getMessage()]

@@ -554,7 +554,7 @@ def test_a_tool_result_past_the_context_names_the_tool_and_the_turn_stays_in_und
     result, _, err = run(reasoner_shell, f"%%chat --new --session big --no-stream "
                                          f"--tools get_weather\n{question}", capsys)
     message = str(result.error_in_exec)
-    assert message.startswith("%%chat: the prompt is ")
+    assert message.startswith("%%chat: the prompt of ") and "longer than the model's context length" in message
     assert message.endswith(" once the tool results of round 1 were added (get_weather returned "
                             "12,000 characters); have the tools return less.")
     assert "--new" not in message and err == f"UsageError: {message}\n"
@@ -670,9 +670,9 @@ def test_a_conversation_longer_than_the_context_says_how_to_go_on(reasoner_shell
     reasoner_shell.user_ns["long_text"] = "word " * context
     result, _, err = run(reasoner_shell, "%%chat --session long\n{long_text}", capsys)
     message = str(result.error_in_exec)
-    assert message.startswith("%%chat: the prompt is ") and message.endswith(
-        f"tokens but the model's context is {context}; shorten the conversation, or start the "
-        "session afresh with --new or %mlx reset.")
+    assert message.startswith("%%chat: the prompt of ") and message.endswith(
+        f"tokens is longer than the model's context length of {context} tokens; shorten the "
+        "conversation, or start the session afresh with --new or %mlx reset.")
     assert err == f"UsageError: {message}\n"
     _, out, _ = run(reasoner_shell, "%mlx sessions", capsys)
     assert "long: 0 turns" in out  # the rejected message did not enter the session

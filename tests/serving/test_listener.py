@@ -532,8 +532,8 @@ def test_an_unknown_path_is_named_and_a_long_one_is_not_echoed_whole(tiny_engine
         root, auth = listener.url.removesuffix("/v1"), {"Authorization": f"Bearer {listener.token}"}
         short = httpx.get(f"{root}/v1/chat", headers=auth)
         assert (short.status_code, short.json()["error"]["message"]) == (404, (
-            "There is no endpoint /v1/chat; use /v1/chat/completions, /v1/completions, "
-            "/v1/models or /health."))
+            "There is no endpoint /v1/chat; use /v1/chat/completions, /v1/responses, "
+            "/v1/completions, /v1/models or /health."))
         long = httpx.get(f"{root}/{'a' * 60_000}", headers=auth)
         assert long.status_code == 404 and len(long.content) < 1000
         assert long.json()["error"]["message"].startswith(f"There is no endpoint /{'a' * 199}…;")
