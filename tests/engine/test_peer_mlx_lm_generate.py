@@ -34,23 +34,22 @@ def ref(smollm2_path):
     return model, tokenizer
 
 
+def _asked(tokenizer, question: str) -> list[int]:
+    """The prompt tokens of one user message, as the chat template renders it."""
+    ids = tokenizer.apply_chat_template([{"role": "user", "content": question}],
+                                        add_generation_prompt=True, tokenize=True)
+    return list(ids["input_ids"] if isinstance(ids, dict) else ids)
+
+
 @pytest.fixture(scope="module")
 def prompt(ref):
-    _, tokenizer = ref
-    ids = tokenizer.apply_chat_template(
-        [{"role": "user", "content": "Write a short poem about the sea."}],
-        add_generation_prompt=True, tokenize=True)
-    return list(ids["input_ids"] if isinstance(ids, dict) else ids)
+    return _asked(ref[1], "Write a short poem about the sea.")
 
 
 @pytest.fixture(scope="module")
 def short_answer(ref):
     """A prompt SmolLM2 answers in a few tokens, then ends with its EOS."""
-    _, tokenizer = ref
-    ids = tokenizer.apply_chat_template(
-        [{"role": "user", "content": "What is the capital of France?"}],
-        add_generation_prompt=True, tokenize=True)
-    return list(ids["input_ids"] if isinstance(ids, dict) else ids)
+    return _asked(ref[1], "What is the capital of France?")
 
 
 def _special(tokenizer) -> list[int]:
