@@ -18,9 +18,11 @@ import json
 from typing import Any, Mapping
 
 from .._errors import EngineRequestError
-from .._events import ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, ToolCall, Usage
+from .._events import (
+    ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, TokenLogprobs, ToolCall, Usage,
+)
 from ._admission import GenerationRequest, _shown
-from ._responses import _raise, collect
+from ._responses import _chat_logprobs
 
 __all__ = ["chat_body", "response_object", "ResponseEvents"]
 
@@ -50,14 +52,16 @@ def chat_body(body: Mapping[str, Any]) -> dict:
         if body.get(key) not in (None, False):
             _fail(f"'{key}' is not supported: {why}.", key)
     out: dict[str, Any] = {key: body[key] for key in _PASSED if key in body}
-    messages: list[dict] = []
     instructions = body.get("instructions")
-    if instructions is not None:
-        if not isinstance(instructions, str):
-            _fail("'instructions' must be a string.", "instructions")
-        messages.append({"role": "system", "content": instructions})
-    messages += _messages(body.get("input"))
-    out["messages"] = messages
+    if instructions is not None and not isinstance(instructions, str):
+        _fail("'instructions' must be a string.", "instructions")
+    out["messages"] = _with_instructions(instructions, _messages(body.get("input")))
+    include = body.get("include")
+    if "top_logprobs" in body or isinstance(include, list) and (
+            "message.output_text.logprobs" in include):
+        out["logprobs"] = True
+        if "top_logprobs" in body:
+            out["top_logprobs"] = body["top_logprobs"]
     if "max_output_tokens" in body:
         out["max_tokens"] = body["max_output_tokens"]
     if "tools" in body:
@@ -71,6 +75,20 @@ def chat_body(body: Mapping[str, Any]) -> dict:
     if body.get("stream"):  # the usage goes into response.completed
         out["stream_options"] = {"include_usage": True}
     return out
+
+
+def _with_instructions(instructions: str | None, messages: list[dict]) -> list[dict]:
+    """The instructions and the system (or developer) messages the input starts with, as the
+    one system message a chat template takes (pydantic-ai sends both)."""
+    lead = 0
+    while lead < len(messages) and messages[lead].get("role") in ("system", "developer") and (
+            isinstance(messages[lead].get("content"), str)):
+        lead += 1
+    texts = [instructions] if instructions is not None else []
+    texts += [m["content"] for m in messages[:lead]]
+    if instructions is None and lead <= 1:
+        return messages  # (one system message, or none: as sent)
+    return [{"role": "system", "content": "\n\n".join(texts)}, *messages[lead:]]
 
 
 def _messages(items: Any) -> list[dict]:
@@ -92,9 +110,17 @@ def _messages(items: Any) -> list[dict]:
                 message["reasoning_content"], reasoning = reasoning, ""
             messages.append(message)  # (a role admission does not know is refused there)
         elif kind == "reasoning":  # its text, else its summary (what a client kept of it)
-            parts = item.get("content") or item.get("summary") or []
-            reasoning += "".join(p["text"] for p in parts if isinstance(p, dict)
-                                 and isinstance(p.get("text"), str))
+            parts = next((v for v in (item.get("content"), item.get("summary"))
+                          if isinstance(v, list) and v), [])
+            text = "".join(p["text"] for p in parts if isinstance(p, dict)
+                           and isinstance(p.get("text"), str))
+            if messages and messages[-1]["role"] == "assistant" and text:
+                # Within a turn (between its calls): chat holds one reasoning per turn.
+                last = messages[-1]
+                last["reasoning_content"] = "\n".join(
+                    filter(None, (last.get("reasoning_content"), text)))
+            else:
+                reasoning += text
         elif kind == "function_call":  # a call of the assistant turn it follows, or a new turn
             call = {"id": item.get("call_id"), "type": "function",
                     "function": {"name": item.get("name"), "arguments": item.get("arguments")}}
@@ -148,9 +174,16 @@ def _tools(tools: Any) -> Any:
 
 
 def _tool_choice(choice: Any) -> Any:
-    if isinstance(choice, dict) and choice.get("type") == "function" and "name" in choice:
+    if not isinstance(choice, dict):
+        return choice  # "auto", "none", "required", or what chat's admission refuses
+    kind = choice.get("type")
+    if kind == "function" and isinstance(choice.get("name"), str):
         return {"type": "function", "function": {"name": choice["name"]}}
-    return choice
+    if kind == "allowed_tools" and choice.get("mode", "auto") in ("auto", "required"):
+        return choice.get("mode", "auto")  # (every tool stays offered: the prompt is the same)
+    _fail(f"'tool_choice' {_shown(choice)[:60]} is not supported; send \"auto\", \"none\", "
+          "{\"type\": \"allowed_tools\", \"mode\": \"auto\", ...} or {\"type\": "
+          "\"function\", \"name\": ...}.", "tool_choice")
 
 
 # -- the response -------------------------------------------------------------------------
@@ -158,148 +191,130 @@ def _tool_choice(choice: Any) -> Any:
 def _usage(u: Usage | None) -> dict:
     prompt, cached, completion = (u.prompt_tokens, u.cached_tokens, u.completion_tokens) if u \
         else (0, 0, 0)
-    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": cached},
+    return {"input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
             "output_tokens": completion,
             "output_tokens_details": {"reasoning_tokens": (u and u.reasoning_tokens) or 0},
             "total_tokens": prompt + completion}
 
 
-def _ids(request_id: str) -> str:
-    return request_id.split("-", 1)[-1]
+def _logprob(lp: TokenLogprobs) -> dict:
+    """A token of an output_text's ``logprobs``, as chat's ``logprobs.content`` lists it."""
+    return _chat_logprobs([lp])["content"][0]
 
 
-def _reasoning_item(item_id: str, text: str | None, done: bool) -> dict:
-    return {"type": "reasoning", "id": item_id, "summary": [],
-            "content": [] if text is None else [{"type": "reasoning_text", "text": text}],
-            "status": "completed" if done else "in_progress"}
-
-
-def _message_item(item_id: str, text: str | None, done: bool) -> dict:
-    return {"type": "message", "id": item_id, "role": "assistant",
-            "status": "completed" if done else "in_progress",
-            "content": [] if text is None else [_text_part(text)]}
-
-
-def _text_part(text: str) -> dict:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-
-
-def _call_item(item_id: str, call: ToolCall, done: bool) -> dict:
-    return {"type": "function_call", "id": item_id, "call_id": call.id, "name": call.name,
-            "arguments": json.dumps(call.arguments, ensure_ascii=False) if done else "",
-            "status": "completed" if done else "in_progress"}
-
-
-def _response(*, request: GenerationRequest, request_id: str, created: int,
-              body: Mapping[str, Any], output: list[dict], usage: Usage | None,
-              finish_reason: str | None) -> dict:
-    status = {None: "in_progress", "length": "incomplete", "cancelled": "cancelled"}.get(
-        finish_reason, "completed")
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
-    return {
-        "id": f"resp_{_ids(request_id)}", "object": "response", "created_at": created,
-        "status": status, "error": None,
-        "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
-        "instructions": body.get("instructions"), "max_output_tokens": request.max_tokens,
-        "model": request.model, "output": output,
-        "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "previous_response_id": None, "reasoning": {"effort": None, "summary": None},
-        "store": False, "temperature": request.sampling.temperature,
-        "top_p": request.sampling.top_p,
-        "text": {"format": {"type": "text"}}, "tool_choice": body.get("tool_choice", "auto"),
-        "tools": tools, "truncation": "disabled", "metadata": body.get("metadata") or {},
-        "usage": None if finish_reason is None else _usage(usage),
-    }
-
-
-def response_object(events, *, request: GenerationRequest, request_id: str, created: int,
-                    body: Mapping[str, Any]) -> dict:
-    """A whole ``response``: its reasoning, message and function calls, as output items."""
-    r = collect(events)
-    base, output = _ids(request_id), []
-    if r.reasoning:
-        output.append(_reasoning_item(f"rs_{base}_{len(output)}", r.reasoning, True))
-    if r.content.strip() or not r.tool_calls:  # (blank lines beside calls are no message)
-        text = r.content.lstrip("\r\n") if r.reasoning else r.content
-        output.append(_message_item(f"msg_{base}_{len(output)}", text, True))
-    for call in r.tool_calls:
-        output.append(_call_item(f"fc_{base}_{len(output)}", call, True))
-    return _response(request=request, request_id=request_id, created=created, body=body,
-                     output=output, usage=r.usage, finish_reason=r.finish_reason)
+_STATUS = {None: "in_progress", "length": "incomplete", "cancelled": "cancelled"}
 
 
 class ResponseEvents:
-    """A streamed ``response``: ``feed`` each event (it returns the SSE events it makes, each
-    a dict with its ``type``; raises on ``Error``), then ``end`` for ``response.completed``.
-    ``start`` gives ``response.created`` and ``response.in_progress``. Items open and close as
-    the reply moves from reasoning to text to calls; whitespace-only text is held back, and
-    dropped when the reply makes calls, as ``response_object`` drops it. A message after the
-    reasoning starts at its text: the blank lines a template puts after ``</think>`` (which
-    chat's content keeps, as mlx_lm.server's does) are no part of an output_text."""
+    """A ``response`` built one event at a time: ``start`` gives ``response.created`` and
+    ``response.in_progress``; ``feed`` each event (it returns the typed SSE events it makes);
+    ``end`` gives ``response.completed`` (``response.incomplete`` for a reply cut by
+    ``max_output_tokens``). ``response_object`` takes the final response from it, so a
+    streamed and a whole response are one.
+
+    Items open and close as the reply moves from reasoning to text to calls. Whitespace-only
+    text is held back, and dropped when the reply makes calls (as chat's content is null
+    then). A message after the reasoning starts at its text: the blank lines a template puts
+    after ``</think>`` (which chat's content keeps, as mlx_lm.server's does) are no part of
+    an output_text. A reply cut inside its reasoning has no message, and the item it was
+    writing is ``incomplete``. An ``Error`` event makes an ``error`` event and
+    ``response.failed``."""
 
     def __init__(self, *, request: GenerationRequest, request_id: str, created: int,
                  body: Mapping[str, Any]):
-        self.named = {"request": request, "request_id": request_id, "created": created,
-                      "body": body}
-        self.base = _ids(request_id)
+        self.request, self.request_id, self.created, self.body = request, request_id, created, body
+        self.base = request_id.split("-", 1)[-1]
         self.sequence = 0
         self.output: list[dict] = []
         """The items done so far, as the final response lists them."""
         self.open: dict | None = None
-        """The item being written: its kind, id and text so far."""
+        """The reasoning or message item being written."""
         self.blank = ""
         self.calls = 0
+        self.pending: list[TokenLogprobs] = []
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
+        self.error: dict | None = None
 
     def _event(self, kind: str, **fields: Any) -> dict:
         self.sequence += 1
         return {"type": kind, "sequence_number": self.sequence - 1, **fields}
 
-    def _snapshot(self) -> dict:
-        return _response(**self.named, output=list(self.output), usage=self.usage,
-                         finish_reason=self.finish_reason)
+    def snapshot(self) -> dict:
+        """The response as it stands (the final one once ``Finished`` was fed)."""
+        body, request = self.body, self.request
+        status = "failed" if self.error else _STATUS.get(self.finish_reason, "completed")
+        return {
+            "id": f"resp_{self.base}", "object": "response", "created_at": self.created,
+            "status": status, "error": self.error,
+            "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete"
+            else None,
+            "instructions": body.get("instructions"),
+            "max_output_tokens": body.get("max_output_tokens"), "model": request.model,
+            "output": list(self.output),
+            "parallel_tool_calls": body.get("parallel_tool_calls", True),
+            "previous_response_id": None,
+            "reasoning": {"effort": None, "summary": None}, "store": False,
+            "temperature": request.sampling.temperature, "top_p": request.sampling.top_p,
+            "text": {"format": {"type": "text"}}, "tool_choice": body.get("tool_choice", "auto"),
+            "tools": body.get("tools") if isinstance(body.get("tools"), list) else [],
+            "truncation": "disabled", "metadata": body.get("metadata") or {},
+            "usage": None if self.finish_reason is None else _usage(self.usage),
+        }
 
     def start(self) -> list[dict]:
-        snapshot = self._snapshot()
+        snapshot = self.snapshot()
         return [self._event("response.created", response=snapshot),
                 self._event("response.in_progress", response=snapshot)]
 
+    # -- items -------------------------------------------------------------------------
     def _where(self) -> dict:
         return {"item_id": self.open["id"], "output_index": len(self.output)}
+
+    def _item(self, status: str) -> dict:
+        kind, item_id, text = self.open["kind"], self.open["id"], self.open["text"]
+        if kind == "reasoning":
+            return {"type": "reasoning", "id": item_id, "summary": [], "status": status,
+                    "content": [{"type": "reasoning_text", "text": text}] if status != "in_progress"
+                    else []}
+        return {"type": "message", "id": item_id, "role": "assistant", "status": status,
+                "content": [self._part()] if status != "in_progress" else []}
+
+    def _part(self) -> dict:
+        if self.open["kind"] == "reasoning":
+            return {"type": "reasoning_text", "text": self.open["text"]}
+        return {"type": "output_text", "text": self.open["text"], "annotations": [],
+                "logprobs": list(self.open["logprobs"])}
 
     def _open(self, kind: str) -> list[dict]:
         if self.open is not None and self.open["kind"] == kind:
             return []
         out = self._close()
-        item_id = f"{'rs' if kind == 'reasoning' else 'msg'}_{self.base}_{len(self.output)}"
-        self.open = {"kind": kind, "id": item_id, "text": ""}
-        make = _reasoning_item if kind == "reasoning" else _message_item
-        part = {"type": "reasoning_text", "text": ""} if kind == "reasoning" else _text_part("")
+        prefix = "rs" if kind == "reasoning" else "msg"
+        self.open = {"kind": kind, "id": f"{prefix}_{self.base}_{len(self.output)}", "text": "",
+                     "logprobs": []}
+        added = self._part()
         out.append(self._event("response.output_item.added", output_index=len(self.output),
-                               item=make(item_id, None, False)))
+                               item=self._item("in_progress")))
         out.append(self._event("response.content_part.added", **self._where(), content_index=0,
-                               part=part))
+                               part=added))
         return out
 
-    def _close(self) -> list[dict]:
+    def _close(self, status: str = "completed") -> list[dict]:
         if self.open is None:
             return []
-        kind, text, where = self.open["kind"], self.open["text"], self._where()
-        if kind == "reasoning":
-            item = _reasoning_item(where["item_id"], text, True)
+        where, part = self._where(), self._part()
+        if self.open["kind"] == "reasoning":
             out = [self._event("response.reasoning_text.done", **where, content_index=0,
-                               text=text),
-                   self._event("response.content_part.done", **where, content_index=0,
-                               part={"type": "reasoning_text", "text": text})]
+                               text=part["text"])]
         else:
-            item = _message_item(where["item_id"], text, True)
-            out = [self._event("response.output_text.done", **where, content_index=0, text=text,
-                               logprobs=[]),
-                   self._event("response.content_part.done", **where, content_index=0,
-                               part=_text_part(text))]
-        out.append(self._event("response.output_item.done", output_index=where["output_index"],
-                               item=item))
+            out = [self._event("response.output_text.done", **where, content_index=0,
+                               text=part["text"], logprobs=part["logprobs"])]
+        item = self._item(status)
+        out += [self._event("response.content_part.done", **where, content_index=0, part=part),
+                self._event("response.output_item.done", output_index=where["output_index"],
+                            item=item)]
         self.output.append(item)
         self.open = None
         return out
@@ -307,29 +322,37 @@ class ResponseEvents:
     def _text(self, kind: str, text: str) -> list[dict]:
         out = self._open(kind)
         self.open["text"] += text
-        delta = "response.reasoning_text.delta" if kind == "reasoning" else \
-            "response.output_text.delta"
-        extra = {} if kind == "reasoning" else {"logprobs": []}
-        out.append(self._event(delta, **self._where(), content_index=0, delta=text, **extra))
+        if kind == "reasoning":
+            self.pending.clear()  # (output_text lists the answer's tokens only)
+            out.append(self._event("response.reasoning_text.delta", **self._where(),
+                                   content_index=0, delta=text))
+            return out
+        logprobs = [_logprob(lp) for lp in self.pending if not lp.ends_reply]
+        self.pending.clear()
+        self.open["logprobs"] += logprobs
+        out.append(self._event("response.output_text.delta", **self._where(), content_index=0,
+                               delta=text, logprobs=logprobs))
         return out
 
     def _call(self, call: ToolCall) -> list[dict]:
         out = self._close()
         index = len(self.output)
-        item_id = f"fc_{self.base}_{index}"
-        item = _call_item(item_id, call, True)
-        where = {"item_id": item_id, "output_index": index}
+        item = {"type": "function_call", "id": f"fc_{self.base}_{index}", "call_id": call.id,
+                "name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                "status": "completed"}
+        where = {"item_id": item["id"], "output_index": index}
         out += [self._event("response.output_item.added", output_index=index,
-                            item=_call_item(item_id, call, False)),
+                            item={**item, "arguments": "", "status": "in_progress"}),
                 self._event("response.function_call_arguments.delta", **where,
                             delta=item["arguments"]),
-                self._event("response.function_call_arguments.done", **where,
-                            name=call.name, arguments=item["arguments"]),
+                self._event("response.function_call_arguments.done", **where, name=call.name,
+                            arguments=item["arguments"]),
                 self._event("response.output_item.done", output_index=index, item=item)]
         self.output.append(item)
         self.calls += 1
         return out
 
+    # -- events ------------------------------------------------------------------------
     def feed(self, e) -> list[dict]:
         t = type(e)
         if t is ContentDelta or t is ParseProblem:
@@ -339,28 +362,64 @@ class ResponseEvents:
                     self.blank = text
                     return []
                 if self.output or self.open is not None:  # after the reasoning
-                    text = text.lstrip("\r\n")
+                    text = self._dropped(text, text.lstrip("\r\n"))
             self.blank = ""
             return self._text("message", text)
         if t is ReasoningDelta:
             return self._text("reasoning", e.text)
         if t is ToolCall:
             return self._call(e)
-        if t is Usage:
+        if t is TokenLogprobs:
+            self.pending.append(e)
+        elif t is Usage:
             self.usage = e
         elif t is Finished:
-            self.finish_reason = e.reason
-            out = []
-            if not self.calls and (self.open is None or self.open["kind"] != "message"):
-                # No text came: the message holds what was held back, or nothing, as whole.
-                after = bool(self.output or self.open)
-                text = self.blank.lstrip("\r\n") if after else self.blank
-                out = self._open("message") + (self._text("message", text) if text else [])
-            return out + self._close()
+            return self._finish(e.reason)
         elif t is Error:
-            _raise(e)
+            self.error = {"code": e.type or "server_error", "message": e.message}
+            failed = self._event("error", code=self.error["code"], message=e.message,
+                                 param=None)
+            return [failed, self._event("response.failed", response=self.snapshot())]
         return []
 
+    def _dropped(self, text: str, kept: str) -> str:
+        """``kept`` (``text`` less its leading blank lines), with the logprobs of the tokens
+        before it dropped (those lines, the ``</think>`` marker), so an output_text's tokens
+        spell its text."""
+        gone = sum(len(lp.token) for lp in self.pending) - len(kept)
+        while self.pending and len(self.pending[0].token) <= gone:
+            gone -= len(self.pending.pop(0).token)
+        return kept
+
+    def _finish(self, reason: str) -> list[dict]:
+        self.finish_reason = reason
+        cut = reason == "length"
+        out = []
+        if not self.calls and (self.open is None or self.open["kind"] != "message"):
+            # No text came: the message holds what was held back, or nothing (an empty
+            # answer), unless the reply was cut before its answer.
+            after = bool(self.output or self.open)
+            text = self._dropped(self.blank, self.blank.lstrip("\r\n")) if after else self.blank
+            if text:
+                out = self._text("message", text)
+            elif not cut:
+                out = self._open("message")
+        return out + self._close("incomplete" if cut else "completed")
+
     def end(self) -> list[dict]:
+        if self.error is not None:
+            return []  # (response.failed was the last)
         done = "response.incomplete" if self.finish_reason == "length" else "response.completed"
-        return [self._event(done, response=self._snapshot())]
+        return [self._event(done, response=self.snapshot())]
+
+
+def response_object(events, *, request: GenerationRequest, request_id: str, created: int,
+                    body: Mapping[str, Any]) -> dict:
+    """A whole ``response``: the one ``ResponseEvents`` builds from the events; an ``Error``
+    event raises ``EngineRequestError``."""
+    built = ResponseEvents(request=request, request_id=request_id, created=created, body=body)
+    for event in events:
+        built.feed(event)
+        if built.error is not None:
+            raise EngineRequestError(built.error["message"], type=built.error["code"])
+    return built.snapshot()

@@ -236,3 +236,83 @@ def test_hostile_responses_bodies_are_refused_in_a_sentence_or_served_as_strict_
         out = response_object(handle.events(), **named)
     json.dumps(out, allow_nan=False)
     assert tiny_engine.healthy
+
+
+# -- what peers' and clients' checks found --------------------------------------------------------
+def test_logprobs_asked_for_list_the_answers_tokens_which_spell_its_text(tiny_listener, scripts):
+    response = _client(tiny_listener).responses.create(
+        model="default_model", input=scripts["reason_then_answer"]["messages"], top_logprobs=2,
+        include=["message.output_text.logprobs"])
+    part = response.output[-1].content[0]
+    assert "".join(lp.token for lp in part.logprobs) == part.text == "17 + 25 = 42."
+    assert all(len(lp.top_logprobs) == 2 and lp.logprob <= 0 for lp in part.logprobs)
+
+
+def test_a_reply_cut_inside_its_reasoning_has_no_message_and_an_incomplete_item(
+        tiny_listener, scripts):
+    body = {"model": "default_model", "input": scripts["reason_then_answer"]["messages"],
+            "max_output_tokens": 5}
+    client = _client(tiny_listener)
+    whole = client.responses.create(**body)
+    assert [(item.type, item.status) for item in whole.output] == [("reasoning", "incomplete")]
+    with client.responses.stream(**body) as stream:
+        events = [event.type for event in stream]
+    assert events[-1] == "response.incomplete" and "response.output_text.done" not in events
+
+
+def test_instructions_and_the_inputs_system_messages_are_one_system_message():
+    body = {"instructions": "Be brief.",
+            "input": [{"role": "system", "content": "You are a pirate."},
+                      {"role": "developer", "content": "Say arr."},
+                      {"role": "user", "content": "Hi."}]}
+    assert chat_body(body)["messages"] == [
+        {"role": "system", "content": "Be brief.\n\nYou are a pirate.\n\nSay arr."},
+        {"role": "user", "content": "Hi."}]
+    one = {"input": [{"role": "system", "content": "A."}, {"role": "user", "content": "B."}]}
+    assert chat_body(one)["messages"] == one["input"]
+
+
+def test_reasoning_between_a_turns_calls_stays_in_that_turn():
+    call = {"type": "function_call", "name": "f", "arguments": "{}"}
+    body = {"input": [
+        {"role": "user", "content": "q"},
+        {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "A"}]},
+        {**call, "call_id": "c1"},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "B"}]},
+        {**call, "call_id": "c2"},
+        {"type": "function_call_output", "call_id": "c1", "output": "1"},
+        {"type": "function_call_output", "call_id": "c2", "output": "2"},
+        {"role": "assistant", "content": "done"}]}
+    turn, *_, last = chat_body(body)["messages"][1:]
+    assert turn["reasoning_content"] == "A\nB" and len(turn["tool_calls"]) == 2
+    assert last == {"role": "assistant", "content": "done"}
+
+
+def test_allowed_tools_is_auto_and_other_tool_choices_are_refused_in_this_apis_words(
+        tiny_listener):
+    allowed = {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "f"}]}
+    assert chat_body({"input": "q", "tool_choice": allowed})["tool_choice"] == "auto"
+    reply = httpx.post(f"{tiny_listener.url}/responses",
+                       json={"input": "q", "tool_choice": {"type": "custom", "name": "g"}},
+                       headers={"Authorization": f"Bearer {tiny_listener.token}"})
+    assert reply.status_code == 400 and reply.json()["error"]["param"] == "tool_choice"
+    assert reply.json()["error"]["message"].endswith(
+        'send "auto", "none", {"type": "allowed_tools", "mode": "auto", ...} or {"type": '
+        '"function", "name": ...}.')
+
+
+def test_a_failure_mid_stream_is_an_error_event_then_response_failed(tiny_engine):
+    from mlx_notebook.engine import Error
+
+    request = tiny_engine.admit({"messages": [{"role": "user", "content": "q"}]})
+    named = {"request": request, "request_id": "chatcmpl-x", "created": 0, "body": {}}
+    stream = ResponseEvents(**named)
+    events = stream.start() + stream.feed(Error("The engine stopped.", "server_error"))
+    assert [e["type"] for e in events] == ["response.created", "response.in_progress", "error",
+                                           "response.failed"]
+    assert events[2] | {"sequence_number": 0} == {
+        "type": "error", "sequence_number": 0, "code": "server_error",
+        "message": "The engine stopped.", "param": None}
+    assert events[3]["response"]["status"] == "failed" and stream.end() == []
+    with pytest.raises(EngineRequestError, match="The engine stopped."):
+        response_object([Error("The engine stopped.", "server_error")], **named)
