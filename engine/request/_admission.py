@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from .._config import EngineConfig
 from .._errors import EngineError, EngineRequestError, json_failure
+from ._constrained import json_schema_for
 
 __all__ = [
     "SamplingOptions",
@@ -59,7 +60,8 @@ _ENGINE_TEMPLATE_ARGS = frozenset({
 _CONSTRAINED_DECODING = ("guided_json", "guided_regex", "guided_choice", "guided_grammar",
                          "structured_outputs", "grammar", "json_schema")
 """Other servers' fields for constrained decoding (vLLM's, llama.cpp's): ignored, they would
-return unconstrained text to a caller that counts on its shape, so they are refused."""
+return unconstrained text to a caller that counts on its shape, so they are refused (the one
+form decoded to is OpenAI's ``response_format``)."""
 _TOP_LEVEL_TEMPLATE_ARGS = frozenset({"add_generation_prompt", "continue_final_message"})
 """Of those, the ones a request sets as fields of its own (vLLM's)."""
 
@@ -139,6 +141,9 @@ class GenerationRequest:
     reply goes on from there (vLLM's field, a "prefill"); its text is not repeated."""
     add_generation_prompt: bool = True
     """Whether the prompt ends with the template's header for a new assistant turn."""
+    response_format: str | None = None
+    """The JSON schema the answer is decoded to fit (canonical JSON text; ``{"type":
+    "object"}`` for ``json_object``), None for free text."""
 
     @property
     def template_kwargs(self) -> dict[str, Any]:
@@ -578,20 +583,26 @@ def _refuse_unsupported(body) -> None:
         _fail("'echo' is not supported; prepend the prompt yourself.", "echo")
     if body.get("suffix") not in (None, ""):
         _fail("'suffix' (fill-in-the-middle) is not supported.", "suffix")
-    fmt = body.get("response_format")
-    if fmt is not None and not (isinstance(fmt, Mapping) and fmt.get("type") == "text"):
-        _fail("Only 'response_format': {\"type\": \"text\"} is supported: this engine does not "
-              "constrain decoding to JSON.", "response_format")
     for name in _CONSTRAINED_DECODING:
         if body.get(name) is not None:
-            _fail(f"'{name}' (constrained decoding) is not supported: this engine does not "
-                  "constrain decoding.", name)
+            _fail(f"'{name}' (another server's constrained decoding) is not supported; for "
+                  "JSON send 'response_format': {\"type\": \"json_schema\", \"json_schema\": "
+                  "{\"schema\": ...}} (other grammars are not decoded to).", name)
     for legacy in ("functions", "function_call"):
         if body.get(legacy) is not None:
             _fail(f"'{legacy}' is the deprecated form; send 'tools' and 'tool_choice'.", legacy)
     parallel = body.get("parallel_tool_calls")
     if parallel is not None and not isinstance(parallel, bool):
         _fail("'parallel_tool_calls' must be true or false.", "parallel_tool_calls")
+
+
+def _response_format(body, kind: str) -> str | None:
+    fmt = body.get("response_format")
+    if kind != "chat" and fmt is not None and not (
+            isinstance(fmt, Mapping) and fmt.get("type") == "text"):
+        _fail("'response_format' is for chat requests; a completion is free text.",
+              "response_format")
+    return json_schema_for(fmt) if kind == "chat" else None
 
 
 DEFAULT_MODEL_ALIAS = "default_model"
@@ -718,4 +729,5 @@ def admit(
         thinking_token_budget=_thinking_token_budget(body, kind),
         continue_final_message=continue_final,
         add_generation_prompt=add_prompt,
+        response_format=_response_format(body, kind),
     )

@@ -8,8 +8,7 @@ call this endpoint by default (openai-agents' default model, pydantic-ai's ``ope
 Nothing is stored: each request carries its whole conversation in ``input`` (as those
 frameworks send it), so ``previous_response_id``, ``conversation``, ``background`` and item
 references are refused, and every response says ``"store": false``. Only function tools are
-served, and text output only (a JSON ``text.format`` is refused, as ``response_format`` is on
-chat).
+served; a JSON ``text.format`` is chat's ``response_format``.
 """
 
 from __future__ import annotations
@@ -69,9 +68,14 @@ def chat_body(body: Mapping[str, Any]) -> dict:
     if "tool_choice" in body:
         out["tool_choice"] = _tool_choice(body["tool_choice"])
     text_format = body.get("text", {}).get("format") if isinstance(body.get("text"), dict) else None
-    if isinstance(text_format, dict) and text_format.get("type") not in (None, "text"):
-        _fail(f"'text.format' {_shown(text_format.get('type'))} is not supported; only "
-              "{\"type\": \"text\"} is (ask for JSON in the instructions instead).", "text.format")
+    if isinstance(text_format, dict) and text_format.get("type") == "json_schema":
+        out["response_format"] = {"type": "json_schema", "json_schema": {
+            key: text_format[key] for key in ("name", "schema", "strict") if key in text_format}}
+    elif isinstance(text_format, dict) and text_format.get("type") == "json_object":
+        out["response_format"] = {"type": "json_object"}
+    elif isinstance(text_format, dict) and text_format.get("type") not in (None, "text"):
+        _fail(f"'text.format' {_shown(text_format.get('type'))} is not supported; send "
+              "\"text\", \"json_object\" or \"json_schema\".", "text.format")
     if body.get("stream"):  # the usage goes into response.completed
         out["stream_options"] = {"include_usage": True}
     return out
@@ -206,6 +210,13 @@ def _logprob(lp: TokenLogprobs) -> dict:
 _STATUS = {None: "in_progress", "length": "incomplete", "cancelled": "cancelled"}
 
 
+def _text_format(body: Mapping[str, Any]) -> dict:
+    """The ``text.format`` the response echoes: the one asked for (admitted already)."""
+    text = body.get("text")
+    asked = text.get("format") if isinstance(text, dict) else None
+    return dict(asked) if isinstance(asked, dict) else {"type": "text"}
+
+
 class ResponseEvents:
     """A ``response`` built one event at a time: ``start`` gives ``response.created`` and
     ``response.in_progress``; ``feed`` each event (it returns the typed SSE events it makes);
@@ -257,7 +268,7 @@ class ResponseEvents:
             "previous_response_id": None,
             "reasoning": {"effort": None, "summary": None}, "store": False,
             "temperature": request.sampling.temperature, "top_p": request.sampling.top_p,
-            "text": {"format": {"type": "text"}}, "tool_choice": body.get("tool_choice", "auto"),
+            "text": {"format": _text_format(body)}, "tool_choice": body.get("tool_choice", "auto"),
             "tools": body.get("tools") if isinstance(body.get("tools"), list) else [],
             "truncation": "disabled", "metadata": body.get("metadata") or {},
             "usage": None if self.finish_reason is None else _usage(self.usage),

@@ -32,6 +32,7 @@ from ._job import Job
 from ._prompt_cache import PromptCache
 from ._reply_stream import ReplyStream
 from ._seeded_sampler import SeededSampler
+from ._constrained import json_constraint_for
 from ._think_budget import think_budget_for
 from ._single_stream import Cancelled, Preempted, SingleStream
 
@@ -361,7 +362,8 @@ class Scheduler:
             p.frequency_penalty, p.frequency_context_size,
         )
         budget = think_budget_for(self.tokenizer, request, prompt) if prompt is not None else None
-        return processors + [budget] if budget is not None else processors
+        json_format = json_constraint_for(self.tokenizer, request, prompt)
+        return processors + [p for p in (budget, json_format) if p is not None]
 
     def _stops(self, stop: tuple[str, ...]):
         seqs = self._stop_sequences.get(stop)
@@ -375,9 +377,10 @@ class Scheduler:
         p = request.penalties
         return (alone and self._single_ok and self.idle and p.repetition_penalty == 0
                 and p.presence_penalty == 0 and p.frequency_penalty == 0
-                # The think budget counts tokens from its context: one processor must see
-                # the whole reply, and the single stream may hand a request to the batch.
-                and request.thinking_token_budget is None)
+                # The think budget and the JSON format count tokens from their context: one
+                # processor must see the whole reply, and the single stream may hand a
+                # request to the batch.
+                and request.thinking_token_budget is None and request.response_format is None)
 
     def add(self, job: Job) -> None:
         """Look up the prompt cache and start ``job``: alone on the fast path, or batched.

@@ -144,7 +144,9 @@ BAD += [
     ({"messages": USER, "tool_choice": "any"}, "tool_choice"),
     ({"messages": USER, "tool_choice": {"type": "function", "function": {"name": "f"}}},
      "tool_choice"),
-    ({"messages": USER, "response_format": {"type": "json_object"}}, "response_format"),
+    ({"messages": USER, "response_format": {"type": "json"}}, "response_format.type"),
+    ({"messages": USER, "response_format": {"type": "json_schema", "json_schema": {
+        "schema": {"type": "nonsense"}}}}, "response_format.json_schema.schema"),
     ({"messages": USER, "guided_json": {"type": "object"}}, "guided_json"),
     ({"messages": USER, "grammar": "root ::= \"a\""}, "grammar"),
     ({"messages": USER, "echo": True}, "echo"),

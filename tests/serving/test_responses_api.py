@@ -136,9 +136,9 @@ def test_a_reply_cut_by_max_output_tokens_is_incomplete(tiny_listener, scripts):
     ({"tools": [{"type": "web_search"}]}, "tools[0]",
      "'tools[0]' is \"web_search\"; only function tools are supported (the model calls them, the "
      "client runs them)."),
-    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {}}}}, "text.format",
-     "'text.format' \"json_schema\" is not supported; only {\"type\": \"text\"} is (ask for JSON "
-     "in the instructions instead)."),
+    ({"text": {"format": {"type": "grammar"}}}, "text.format",
+     "'text.format' \"grammar\" is not supported; send \"text\", \"json_object\" or "
+     "\"json_schema\"."),
     ({"input": []}, "input", "'input' must be a string or a non-empty list of items."),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
      "input[0].content[0]",
