@@ -74,8 +74,15 @@ def _grammar(schema: str) -> tuple[str, str]:
     once for admission and for the processor, and once for a schema sent again."""
     from llguidance import LLMatcher
 
-    grammar = LLMatcher.grammar_from_json_schema(schema)
+    grammar = LLMatcher.grammar_from_json_schema(schema, defaults=_LAYOUT)
     return grammar, LLMatcher.validate_grammar(grammar)
+
+
+_LAYOUT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": ",
+           "lenient": True}
+"""One line, spaced as ``json.dumps`` writes it: free whitespace let a small model fill an
+object with blank lines until ``max_tokens``. Keywords the compiler does not implement are
+not enforced (lenient), rather than refusing a pydantic model's schema for them."""
 
 
 _tokenizers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
