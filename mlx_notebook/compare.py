@@ -206,6 +206,17 @@ class _Pane:
     def __init__(self, view: Any = None):
         self.view = view
         self.stops: list[Callable[[], None]] = []
+        self.stopped = False
+        self._lock = threading.Lock()
+
+    def stop(self) -> None:
+        """Stop the side, also one whose request is not sent yet: a Stop callback it
+        registers later runs at once."""
+        with self._lock:
+            self.stopped = True
+            stops = list(self.stops)
+        for stop in stops:
+            stop()
 
     def display(self) -> None:
         pass
@@ -219,9 +230,13 @@ class _Pane:
             self.view.tool_result(call_id, result=result, error=error)
 
     def on_stop(self, callback: Callable[[], None]) -> None:
-        self.stops.append(callback)
+        with self._lock:
+            self.stops.append(callback)
+            stopped = self.stopped
         if self.view is not None:
             self.view.on_stop(callback)
+        if stopped:  # Ctrl-C came while this side was starting
+            callback()
 
     def offer_tools(self, names: list[str], unsupported: bool) -> None:
         if self.view is not None:
@@ -286,17 +301,20 @@ def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: li
 
     threads = [threading.Thread(target=side, args=(i,), name=f"mlx-compare-{i}", daemon=True)
                for i in range(2)]
-    _start_together(engines, threads)
     try:
+        # (An interrupt while the sides start stops them too: none goes on unseen.)
+        _start_together(engines, threads)
         for thread in threads:
             while thread.is_alive():
                 thread.join(0.1)
     except KeyboardInterrupt:
         for pane in panes:
-            for stop in pane.stops:
-                stop()
-        for thread in threads:
-            thread.join()  # each side's run_turn records its turn as stopped
+            pane.stop()
+        for thread, turn in zip(threads, sides):
+            if thread.ident is not None:  # (started)
+                thread.join()  # each side's run_turn records its turn as stopped
+            else:
+                turn.mark_stopped()  # stopped before it began
         raise
     finally:
         for pane, turn in zip(panes, sides):

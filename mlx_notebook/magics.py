@@ -9,6 +9,7 @@ the only interpolation is the cell body's, once, before templating.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import textwrap
 from typing import Any
@@ -340,6 +341,11 @@ class MlxMagics(Magics):
     @argument("--think-budget", type=int, default=None, metavar="N",
               help="End reasoning after N tokens (the end-of-reasoning marker is forced) and "
                    "let the model answer; the footer says when it cut (thinking_token_budget).")
+    @argument("--json", nargs="?", const="", default=None, metavar="TYPE",
+              help="Decode the answer to JSON (response_format): alone, any JSON object; with a "
+                   "pydantic model, dataclass, TypedDict or JSON schema dict from the notebook "
+                   "(or a type such as list[int]), that type's schema. _.parsed reads the "
+                   "answer, built as TYPE.")
     @argument_group("Session")
     @argument("--session", default=None, metavar="NAME",
               help=f"The conversation to continue (default: '{DEFAULT_SESSION}'); created on first use.")
@@ -392,14 +398,18 @@ class MlxMagics(Magics):
                                  ) from None
             raise
         session = self.sessions.open(args.session or DEFAULT_SESSION, new=bool(args.new))
+        answer_type, answer_format = self._answer_format(args.json)
         body = {"messages": session.messages_for(text, system=args.system), **body_fields(args)}
         if tools:
             body["tools"] = [t.schema() for t in tools]
+        if answer_format is not None:
+            body["response_format"] = answer_format
 
         def make_turn(body: dict, engine: Any = engine) -> Turn:
             return Turn(model=reports.model_name(engine), session=session.name, request=body,
                         user_message=body["messages"][-1], options=set_options(args),
-                        tools_offered=[t.name for t in tools], model_dtype=_model_dtype(engine))
+                        tools_offered=[t.name for t in tools], model_dtype=_model_dtype(engine),
+                        answer_type=answer_type)
 
         confirm = ask_before_running if args.confirm else None
         max_rounds = args.max_rounds or DEFAULT_MAX_ROUNDS
@@ -421,6 +431,26 @@ class MlxMagics(Magics):
         self._warn_tools_unsupported(turn)
         self._note_cached_tokens_not_reported(engine)
         return self._result(turn, args, "%%chat")
+
+    def _answer_format(self, text: str | None) -> tuple[Any, dict | None]:
+        """``--json [TYPE]``: the type the answer is built as, and its ``response_format``."""
+        if text is None:
+            return None, None
+        if not text.strip():
+            return None, {"type": "json_object"}
+        from .tools import ToolError, answer_schema
+
+        try:
+            kind = eval(text, self.shell.user_ns)  # noqa: S307 -- the user's own notebook
+        except Exception as exc:  # noqa: BLE001 -- a name not defined, an expression that fails
+            raise UsageError(f"%%chat: --json {text}: {type(exc).__name__}: {exc}; define the "
+                             "type in the notebook first.") from None
+        try:
+            schema = answer_schema(kind)
+        except ToolError as exc:
+            raise UsageError(f"%%chat: --json {text}: {str(exc).rstrip('.')}.") from None
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", getattr(kind, "__name__", "answer"))[:64] or "answer"
+        return kind, {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
     # ------------------------------------------------------------------- %%complete
 

@@ -289,9 +289,10 @@ def _check_with_engine(key: str, value: str, engine: Any = None) -> None:
 def config_keys(func: Callable) -> set[str]:
     """The ``%mlx config`` keys: every flag of ``func`` (``%%chat``) but the one-cell ones.
 
-    ``--new`` is about one cell, and ``--compare`` takes two values where a setting has one.
+    ``--new`` and ``--json`` (the answer one question wants) are about one cell, and
+    ``--compare`` takes two values where a setting has one.
     """
-    return option_destinations(func.parser) - {"new", "compare"}
+    return option_destinations(func.parser) - {"new", "compare", "json"}
 
 
 def option_set(text: str) -> dict[str, Any]:

@@ -57,7 +57,7 @@ except ImportError:  # pragma: no cover -- typing_extensions comes with IPython
 from ._upstream import UnsupportedHint, google_docstring, json_schema_of_hint
 
 __all__ = ["Tool", "ToolError", "tool", "make_tool", "registered_tools", "unregister_tools",
-           "resolve_tools", "call_tool", "ask_before_running"]
+           "resolve_tools", "call_tool", "ask_before_running", "answer_schema", "built_answer"]
 
 _SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:[^:\s]+\s+)?(\w+)\s*:\s*(.+?)\s*$", re.MULTILINE)
 
@@ -1229,3 +1229,44 @@ def _not_asked(name: str) -> bool:
     print(f"{name} was not run: --confirm cannot ask here (no input is available to this "
           "cell); run the cell interactively to answer, or leave out --confirm.")
     return False
+
+
+# -- answers in a type (%%chat --json TYPE) ---------------------------------------------------
+
+def answer_schema(kind: Any) -> dict:
+    """The JSON schema an answer of ``kind`` fits: a schema dict as it is, a pydantic model's
+    own, any other type (a dataclass, TypedDict, NamedTuple, ``list[int]``, an Enum) as a
+    tool's parameter of that type is described; ToolError when it has no JSON form. A type's
+    objects are closed (``additionalProperties: false``, as the openai SDK's ``parse`` makes
+    them): a small model would go on adding keys of its own until ``max_tokens``."""
+    if isinstance(kind, dict):
+        return kind
+    if isinstance(kind, type) and callable(getattr(kind, "model_json_schema", None)):
+        return _closed(kind.model_json_schema())
+    _fields_read.clear()
+    try:
+        return _closed(_schema(kind))
+    except (UnsupportedHint, TypeError):
+        raise ToolError(f"{_hint_name(kind)} has no JSON form; use a pydantic model, a "
+                        "dataclass, a TypedDict, a JSON schema dict, or a type such as "
+                        "list[int].") from None
+
+
+def _closed(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_closed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _closed(value) for key, value in schema.items()}
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def built_answer(value: Any, kind: Any) -> Any:
+    """The JSON ``value`` as ``kind`` (a pydantic model, a dataclass...), as a tool's argument
+    of that type is built; ValueError naming the part that does not fit."""
+    if isinstance(kind, dict):
+        return value
+    _fields_read.clear()
+    return _coerce(value, kind, "answer")

@@ -151,6 +151,9 @@ class Turn:
     branched_from: dict | None = field(default=None, repr=False, compare=False)
     """For a turn made by ``branch()``: the turn it came from, the position (``at``), the
     token it replaced and the one forced there."""
+    answer_type: Any = field(default=None, repr=False, compare=False)
+    """What ``%%chat --json TYPE`` asked the answer to be (a pydantic model, a dataclass, a
+    schema dict); ``parsed`` builds it."""
     _display_instead: dict | None = field(default=None, repr=False, compare=False)
     """What the displayhook shows, once, instead of this turn: the cell showed it live."""
 
@@ -165,6 +168,22 @@ class Turn:
     def text(self) -> str:
         """The answer with a ``[stopped]`` mark when the user stopped it."""
         return self.content.strip() + (f" [{STOPPED}]" if self.interrupted else "")
+
+    @property
+    def parsed(self) -> Any:
+        """The answer read as JSON (``%%chat --json``), built into the ``--json TYPE`` when one
+        was given; ValueError saying why when it cannot be."""
+        try:
+            value = json.loads(self.content)
+        except ValueError:
+            why = " (it was cut at max_tokens)" if self.finish_reason == "length" else (
+                " (it was stopped)" if self.interrupted else "")
+            raise ValueError(f"The answer is not whole JSON{why}: {self.content[:80]!r}") from None
+        if self.answer_type is None:
+            return value
+        from .tools import built_answer
+
+        return built_answer(value, self.answer_type)
 
     @property
     def in_history(self) -> bool:

@@ -23,7 +23,6 @@ import mlx.core as mx
 import numpy as np
 
 from .._errors import EngineRequestError
-from ..parsing import family_for_tokenizer, per_tokenizer, prompt_starts_in_reasoning
 
 __all__ = ["json_schema_for", "JsonConstraint", "json_constraint_for", "warm_up"]
 
@@ -90,6 +89,8 @@ _tokenizers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _ll_tokenizer(tokenizer: Any) -> Any:
     """llguidance's view of a model's tokenizer (about 0.3 s to build: kept per tokenizer)."""
+    from ..parsing import per_tokenizer  # (imports transformers: admission must not)
+
     def build(tokenizer: Any) -> Any:
         import llguidance.hf
 
@@ -164,6 +165,8 @@ def json_constraint_for(tokenizer: Any, request: Any, prompt: Any) -> JsonConstr
     if schema is None:
         return None
     from llguidance import LLMatcher
+
+    from ..parsing import family_for_tokenizer, prompt_starts_in_reasoning
 
     family = family_for_tokenizer(tokenizer)
     think = None

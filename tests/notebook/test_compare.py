@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import threading
 
 import pytest
 from IPython.core.error import UsageError
@@ -11,6 +12,7 @@ from IPython.core.error import UsageError
 from mlx_notebook.engine import ContentDelta, TokenLogprobs
 from mlx_notebook.compare import Comparison, comparison_mimebundle, first_divergence
 from mlx_notebook.options import option_set
+from mlx_notebook.turn import Turn
 
 PARIS = "What is the capital of France? Answer in one sentence."
 
@@ -230,3 +232,32 @@ def test_sides_without_tokens_are_compared_by_their_text_never_called_the_same()
                     "text: they diverge at character 8.")
     sides[1].content = sides[0].content
     assert compare_turns(sides, ["a", "b"]).diverges_at is None
+
+
+@pytest.mark.model
+def test_an_interrupt_while_the_sides_start_stops_both(smollm2_engine, monkeypatch):
+    """Ctrl-C may land before a side has sent its request (a long prompt renders meanwhile):
+    no side goes on generating unseen after the cell has stopped."""
+    import ctypes
+
+    from mlx_notebook import compare as compare_module
+
+    main = threading.main_thread().ident
+    start = compare_module._start_together
+
+    def start_then_interrupt(engines, threads):
+        start(engines, threads)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main),
+                                                   ctypes.py_object(KeyboardInterrupt))
+        for _ in range(1000):  # the interrupt lands here, before the comparison waits
+            pass
+
+    monkeypatch.setattr(compare_module, "_start_together", start_then_interrupt)
+    body = {"messages": [{"role": "user", "content": "Tell me a long story about a robot."}],
+            "max_tokens": 400}
+    sides = [Turn(model="m", session="s", request={**body, "temperature": t}) for t in (0, 1)]
+    with pytest.raises(KeyboardInterrupt):
+        compare_module.run_comparison(smollm2_engine, sides, ["a", "b"], None)
+    assert all(side.interrupted for side in sides)
+    assert all(side.usage.completion_tokens < 400 for side in sides)
+    assert smollm2_engine.active_requests == 0

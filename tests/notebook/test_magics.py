@@ -412,7 +412,8 @@ def test_an_interrupted_compare_says_where_both_sides_are(smollm2_shell, capsys,
         "%%chat --compare stopped; both partial replies are in _, and neither is in the "
         "session's history (_.choose(0) or _.choose(1) adds one).")
     comparison = smollm2_shell.user_ns["_"]
-    assert all(side.interrupted for side in comparison.sides)
+    assert all(side.interrupted for side in comparison.sides), [
+        (side.finish_reason, side.usage, side.content[:60], side.error) for side in comparison.sides]
     assert magics_of(smollm2_shell).engine.active_requests == 0
     comparison.choose(0)  # and the conversation goes on from the side chosen
     result, _, err = run(smollm2_shell, "%%chat --session duel --max-tokens 2\nThanks.", capsys)
@@ -1043,3 +1044,41 @@ def test_an_interrupted_reply_keeps_only_what_the_terminal_showed(reasoner_shell
     turn = reasoner_shell.user_ns["_"]
     assert turn.interrupted and turn.content.strip()
     assert f"{turn.content.strip()} [stopped]" in out
+
+
+# -- %%chat --json ---------------------------------------------------------------------------------
+@pytest.mark.model
+def test_chat_json_decodes_the_answer_to_a_notebook_type_and_parsed_builds_it(smollm2_shell,
+                                                                             capsys):
+    smollm2_shell.run_cell("import dataclasses, pydantic\n"
+                           "class Person(pydantic.BaseModel):\n    name: str\n    age: int\n"
+                           "@dataclasses.dataclass\nclass City:\n    name: str\n    country: str")
+    ask = "Describe a person as JSON with name and age."
+    result, _, err = run(smollm2_shell, f"%%chat --new --session js --json Person --max-tokens 60\n"
+                                        f"{ask}", capsys)
+    assert result.success, err
+    turn = smollm2_shell.user_ns["_"]
+    assert turn.request["response_format"]["json_schema"]["name"] == "Person"
+    person = turn.parsed
+    assert type(person).__name__ == "Person" and isinstance(person.age, int)
+    result, _, _ = run(smollm2_shell, "%%chat --new --session js --json City --max-tokens 60\n"
+                                      "Describe Paris as JSON.", capsys)
+    city = smollm2_shell.user_ns["_"].parsed
+    assert type(city).__name__ == "City" and isinstance(city.country, str)
+    run(smollm2_shell, "%%chat --new --session js --json --max-tokens 60\n" + ask, capsys)
+    assert isinstance(smollm2_shell.user_ns["_"].parsed, dict)
+    # Free text is no JSON, and parsed says so.
+    run(smollm2_shell, "%%chat --new --session js --max-tokens 12\nSay hello.", capsys)
+    with pytest.raises(ValueError, match="The answer is not whole JSON"):
+        smollm2_shell.user_ns["_"].parsed
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("flag, message", [
+    ("--json Nowhere", "%%chat: --json Nowhere: NameError: name 'Nowhere' is not defined; define "
+                       "the type in the notebook first."),
+    ("--json len", "%%chat: --json len: len has no JSON form; use a pydantic model, a dataclass, "
+                   "a TypedDict, a JSON schema dict, or a type such as list[int]."),
+])
+def test_chat_json_with_a_type_that_is_not_one_says_so(smollm2_shell, capsys, flag, message):
+    fails_with(smollm2_shell, f"%%chat --new --session js2 {flag}\nHi.", message, capsys)
