@@ -61,9 +61,10 @@ def json_schema_for(response_format: Any) -> str | None:
         error = _grammar(text)[1]
     except (ValueError, TypeError, RecursionError) as exc:  # what json and llguidance raise
         error = str(exc)
-    if error:
-        _fail(f"The JSON schema of 'response_format' cannot be decoded to: "
-              f"{error.strip().rstrip('.')[:300]}.", "response_format.json_schema.schema")
+    if error:  # (one line: a regex error draws its caret on lines of its own)
+        said = " ".join(error.split()).rstrip(".")
+        _fail(f"The JSON schema of 'response_format' cannot be decoded to: {said[:300]}.",
+              "response_format.json_schema.schema")
     return text
 
 

@@ -123,3 +123,18 @@ def test_the_sdks_parse_gets_its_model_over_chat_and_responses(smollm2_engine):
                                           max_output_tokens=60, text_format=Person)
         assert isinstance(response.output_parsed, Person)
         assert response.text.format.type == "json_schema"
+
+
+@pytest.mark.parametrize("schema, said", [
+    ({"type": "string", "pattern": "[unclosed"},
+     "regex parse error: [unclosed ^ error: unclosed character class."),
+    ({"type": "integer", "minimum": 5, "maximum": 1},
+     "Unsatisfiable schema: minimum (5) is greater than maximum (1)."),
+    ({"$ref": "http://example.com/schema.json"}, "Resource 'http://example.com/schema.json'"),
+])
+def test_a_schema_that_cannot_be_compiled_is_refused_in_one_line(smollm2_engine, schema, said):
+    with pytest.raises(EngineRequestError) as caught:
+        smollm2_engine.admit({"messages": ASK, "response_format": _schema(schema)})
+    message = caught.value.error["message"]
+    assert message.startswith("The JSON schema of 'response_format' cannot be decoded to: ")
+    assert said in message and "\n" not in message and len(message) < 400
