@@ -31,7 +31,7 @@ from .request._text_encoder import TextEncoder
 from ._events import EngineEvent
 from .request._handle import RequestHandle
 from .request._job import Job, check_on_event
-from .request._constrained import warm_up
+from .request._constrained import tool_call_grammar, warm_up
 from .request._think_budget import think_budget_for
 from .request._respond import complete, respond
 
@@ -248,12 +248,19 @@ class Engine:
                         encoder=self._text_encoder,
                         context_length=None if self.config.max_kv_size else self._limits.context_length)
         think_budget_for(self.tokenizer, request, prompt)  # a model without markers refuses it here
-        if request.response_format is not None:
+        if request.response_format is not None or request.forced_call is not None:
+            param = "tool_choice" if request.forced_call is not None else "response_format"
             if self._thread.draft_model is not None:
                 raise EngineRequestError(
-                    "'response_format' JSON is not decoded with a draft model (its rejected "
-                    "tokens would have to be unwound from the grammar); load the model without "
-                    "--draft-model, or ask for JSON in the prompt.", param="response_format")
+                    f"'{param}' is not decoded with a draft model (its rejected tokens would "
+                    "have to be unwound from the grammar); load the model without "
+                    "--draft-model.", param=param)
+            if request.forced_call is not None:
+                if request.response_format is not None:
+                    raise EngineRequestError(
+                        "'tool_choice' forcing a call and 'response_format' JSON ask for two "
+                        "shapes of one reply; send one of them.", param="tool_choice")
+                tool_call_grammar(self.tokenizer, request)  # refused here, compiled once
             warm_up(self.tokenizer)  # here, not on the engine thread
         context = self.model_info.context_length
         if context and self.config.max_kv_size is None and len(prompt.tokens) >= context:

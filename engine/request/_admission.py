@@ -144,6 +144,9 @@ class GenerationRequest:
     response_format: str | None = None
     """The JSON schema the answer is decoded to fit (canonical JSON text; ``{"type":
     "object"}`` for ``json_object``), None for free text."""
+    forced_call: tuple[str, ...] | None = None
+    """The tools one of which the reply is decoded to call (``tool_choice`` "required": every
+    tool offered; a named function: that one), None when the model decides."""
 
     @property
     def template_kwargs(self) -> dict[str, Any]:
@@ -487,11 +490,8 @@ def _tools(body) -> tuple[dict, ...] | None:
 
 
 def _tool_choice(body, tools: tuple[dict, ...] | None) -> tuple[dict, ...] | None:
-    """Apply ``tool_choice``: "auto" offers the tools, "none" renders none; the rest is refused.
-
-    This engine does not constrain decoding, so it cannot force a call ("required" or a named
-    function): refusing says so, where accepting would silently not honour it.
-    """
+    """Apply ``tool_choice``: "auto", "required" and a named function offer the tools (the
+    last two force a call: ``_forced_call``), "none" renders none."""
     choice = body.get("tool_choice")
     if choice is None or choice == "auto":
         return tools
@@ -499,8 +499,9 @@ def _tool_choice(body, tools: tuple[dict, ...] | None) -> tuple[dict, ...] | Non
         return None
     if isinstance(choice, str):
         if choice == "required":
-            _fail("'tool_choice' \"required\" is not supported: this engine cannot force a tool "
-                  "call; use \"auto\" or \"none\".", "tool_choice")
+            if not tools:
+                _fail("'tool_choice' \"required\" needs 'tools' for the call.", "tool_choice")
+            return tools
         _fail(f"'tool_choice' must be \"none\", \"auto\" or \"required\", got {_shown(choice)}.",
               "tool_choice")
     if not isinstance(choice, Mapping):
@@ -513,8 +514,17 @@ def _tool_choice(body, tools: tuple[dict, ...] | None) -> tuple[dict, ...] | Non
     if not any(t["function"]["name"] == fn["name"] for t in tools or ()):
         _fail(f"'tool_choice' names the function {_shown(fn['name'])}, which is not in "
               "'tools'.", "tool_choice")
-    _fail("'tool_choice' naming a function is not supported: this engine cannot force a tool "
-          "call; use \"auto\" or \"none\".", "tool_choice")
+    return tools
+
+
+def _forced_call(body, tools: tuple[dict, ...] | None) -> tuple[str, ...] | None:
+    """The tools one of which the reply must call (checked by ``_tool_choice`` already)."""
+    choice = body.get("tool_choice")
+    if choice == "required":
+        return tuple(t["function"]["name"] for t in tools)
+    if isinstance(choice, Mapping):
+        return (choice["function"]["name"],)
+    return None
 
 
 def _prompt(body, vocab_size: int | None) -> str | tuple[int, ...]:
@@ -706,12 +716,13 @@ def admit(
     d = config.sampling_default
     messages = _messages(body) if kind == "chat" else ()
     continue_final, add_prompt = _continuation(body, kind, messages)
+    tools = _tool_choice(body, _tools(body)) if kind == "chat" else None
     return GenerationRequest(
         kind=kind,
         model=_model(body, accepted_models),
         messages=messages,
         prompt=_prompt(body, limits.vocab_size) if kind == "completion" else "",
-        tools=_tool_choice(body, _tools(body)) if kind == "chat" else None,
+        tools=tools,
         role_mapping=_role_mapping(body),
         chat_template_kwargs=_template_kwargs(body, config) if kind == "chat" else (),
         sampling=_sampling(body, d, limits),
@@ -730,4 +741,5 @@ def admit(
         continue_final_message=continue_final,
         add_generation_prompt=add_prompt,
         response_format=_response_format(body, kind),
+        forced_call=_forced_call(body, tools) if kind == "chat" else None,
     )

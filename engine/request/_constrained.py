@@ -1,4 +1,5 @@
-"""JSON output: ``response_format`` ``json_object`` or ``json_schema``, decoded to fit.
+"""JSON output: ``response_format`` ``json_object`` or ``json_schema``, decoded to fit; and
+calls forced by ``tool_choice`` ("required" or a named function), decoded in the model's markup.
 
 The schema becomes an llguidance grammar when the request is admitted (a schema it cannot
 compile is refused there, naming the field). While the reply is served, an mlx-lm logits
@@ -24,7 +25,8 @@ import numpy as np
 
 from .._errors import EngineRequestError
 
-__all__ = ["json_schema_for", "JsonConstraint", "json_constraint_for", "warm_up"]
+__all__ = ["json_schema_for", "JsonConstraint", "json_constraint_for", "tool_call_grammar",
+           "warm_up"]
 
 _ANY_OBJECT = {"type": "object"}
 
@@ -121,6 +123,7 @@ class JsonConstraint:
         self.matcher = matcher
         self.think = think
         self.ends = ends
+        self._ends_mask: mx.array | None = None
         self.reasoning = bool(think) and open_at_start
         self._first_length: int | None = None
         self._seen = 0
@@ -135,13 +138,26 @@ class JsonConstraint:
                 self._advance(token)
             self._seen = generated
         if self.reasoning:
-            return logits
+            return self._no_end_in_reasoning(logits)
         allowed = self._allowed(logits.shape[-1])
         if generated == 0 and self.think is not None:
             allowed[self.think[0]] = True  # the model may open its reasoning first
         if not allowed.any():  # (a matcher in error: no token fits) the turn ends
             allowed[self.ends] = True
         return mx.where(mx.array(allowed), logits, mx.array(-mx.inf, logits.dtype))
+
+    def _no_end_in_reasoning(self, logits: mx.array) -> mx.array:
+        """The reply may not end inside its reasoning (it would end with no answer, or no
+        call): the end of the turn's score goes to the end-of-reasoning marker instead."""
+        vocab = logits.shape[-1]
+        if self._ends_mask is None or self._ends_mask.shape[0] != vocab:
+            mask = np.zeros(vocab, dtype=bool)
+            mask[[e for e in self.ends if e < vocab]] = True
+            self._ends_mask = mx.array(mask)
+        low = mx.array(-mx.inf, logits.dtype)
+        end = mx.max(mx.where(self._ends_mask, logits, low), axis=-1, keepdims=True)
+        close = mx.arange(vocab) == self.think[1]
+        return mx.where(self._ends_mask, low, mx.where(close, mx.maximum(logits, end), logits))
 
     def _advance(self, token: int) -> None:
         if self.reasoning:
@@ -160,10 +176,65 @@ class JsonConstraint:
         return allowed
 
 
+_FORCEABLE = ("qwen3",)
+"""Families whose calls the grammar below writes: ``<tool_call>`` markers around
+``{"name": ..., "arguments": {...}}`` (Qwen, Hermes)."""
+
+
+def tool_call_grammar(tokenizer: Any, request: Any) -> str:
+    """The grammar of the calls ``request.forced_call`` asks for, in the model's own markup:
+    one or more ``<tool_call>`` blocks, each naming one of the tools with arguments that fit
+    its parameters. Raises ``EngineRequestError`` (``tool_choice``) for a model whose markup
+    it cannot write, or parameters the compiler refuses."""
+    from ..parsing import family_for_tokenizer
+
+    family = family_for_tokenizer(tokenizer)
+    if family.name not in _FORCEABLE or not family.tools:
+        raise EngineRequestError(
+            f"'tool_choice' forcing a call needs a model whose calls are <tool_call> JSON "
+            f"(Qwen, Hermes); this model's tool-call family is '{family.name}', so send "
+            "\"auto\" (or 'response_format' JSON for an answer in a shape).", param="tool_choice")
+    ll_tokenizer = _ll_tokenizer(tokenizer)
+
+    def marker(text: str) -> str:  # a special token by its id, other text as text
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        if len(ids) == 1 and ll_tokenizer.is_special_token(ids[0]):
+            return f"<[{ids[0]}]>"
+        return json.dumps(text)
+
+    called = [t["function"] for t in request.tools if t["function"]["name"] in request.forced_call]
+    grammar, error = _tool_grammar(marker(family.tools[0].start), marker(family.tools[0].end),
+                                   json.dumps(called))
+    if error:
+        said = " ".join(error.split()).rstrip(".")
+        raise EngineRequestError(f"The tools' parameters cannot be decoded to: {said[:300]}.",
+                                 param="tools")
+    return grammar
+
+
+@functools.lru_cache(maxsize=64)
+def _tool_grammar(open_marker: str, close_marker: str, functions: str) -> tuple[str, str]:
+    from llguidance import LLMatcher
+
+    calls = [{"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
+              "properties": {"name": {"const": f["name"]},
+                             "arguments": f.get("parameters") or {"type": "object"}}}
+             for f in json.loads(functions)]
+    body = json.dumps({"anyOf": calls, "x-guidance": _LAYOUT})
+    lark = (f'start: call ("\\n" call)*\ncall: {open_marker} "\\n" body "\\n" {close_marker}\n'
+            f"body: %json {body}\n")
+    try:
+        grammar = LLMatcher.grammar_from_lark(lark)
+    except ValueError as exc:
+        return "", str(exc)
+    return grammar, LLMatcher.validate_grammar(grammar)
+
+
 def json_constraint_for(tokenizer: Any, request: Any, prompt: Any) -> JsonConstraint | None:
-    """The processor for ``request`` (None without a JSON format)."""
+    """The processor for ``request`` (None without a JSON format or a forced call)."""
     schema = getattr(request, "response_format", None)
-    if schema is None:
+    forced = getattr(request, "forced_call", None)
+    if schema is None and forced is None:
         return None
     from llguidance import LLMatcher
 
@@ -177,5 +248,6 @@ def json_constraint_for(tokenizer: Any, request: Any, prompt: Any) -> JsonConstr
             think = (int(ids[0][0]), int(ids[1][0]))
     open_at_start = prompt is not None and prompt_starts_in_reasoning(family, prompt.text)
     ends = sorted(getattr(tokenizer, "eos_token_ids", None) or [tokenizer.eos_token_id])
-    return JsonConstraint(LLMatcher(_ll_tokenizer(tokenizer), _grammar(schema)[0]), think,
-                          open_at_start, ends)
+    grammar = _grammar(schema)[0] if schema is not None else tool_call_grammar(tokenizer, request)
+    return JsonConstraint(LLMatcher(_ll_tokenizer(tokenizer), grammar), think, open_at_start,
+                          ends)

@@ -380,7 +380,8 @@ class Scheduler:
                 # The think budget and the JSON format count tokens from their context: one
                 # processor must see the whole reply, and the single stream may hand a
                 # request to the batch.
-                and request.thinking_token_budget is None and request.response_format is None)
+                and request.thinking_token_budget is None and request.response_format is None
+                and request.forced_call is None)
 
     def add(self, job: Job) -> None:
         """Look up the prompt cache and start ``job``: alone on the fast path, or batched.

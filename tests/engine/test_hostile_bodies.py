@@ -70,8 +70,7 @@ REFUSED = [
     ({"tool_choice": 5}, "tool_choice",
      "'tool_choice' must be a string or an object naming a function."),
     ({"tool_choice": "required"}, "tool_choice",
-     "'tool_choice' \"required\" is not supported: this engine cannot force a tool call; use "
-     "\"auto\" or \"none\"."),
+     "'tool_choice' \"required\" needs 'tools' for the call."),
     ({"n": True}, "n", "'n' must be an integer, got true."),
     ({"stop": ["a", "b", "c", "d", "e"]}, "stop", "'stop' may hold at most 4 strings, got 5."),
     ({"stop": ["", "", "", "", "a"]}, "stop", "'stop' may hold at most 4 strings, got 5."),
