@@ -216,13 +216,19 @@ def tool_call_grammar(tokenizer: Any, request: Any) -> str:
 def _tool_grammar(open_marker: str, close_marker: str, functions: str) -> tuple[str, str]:
     from llguidance import LLMatcher
 
-    calls = [{"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
-              "properties": {"name": {"const": f["name"]},
-                             "arguments": f.get("parameters") or {"type": "object"}}}
-             for f in json.loads(functions)]
-    body = json.dumps({"anyOf": calls, "x-guidance": _LAYOUT})
-    lark = (f'start: call ("\\n" call)*\ncall: {open_marker} "\\n" body "\\n" {close_marker}\n'
-            f"body: %json {body}\n")
+    rules = []
+    for i, function in enumerate(json.loads(functions)):
+        arguments = dict(function.get("parameters") or {"type": "object"})
+        call = {"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
+                "properties": {"name": {"const": function["name"]}, "arguments": arguments},
+                "x-guidance": _LAYOUT}
+        for defs in ("$defs", "definitions"):  # (a pydantic model's: its refs point at the root)
+            if isinstance(arguments.get(defs), dict):
+                call[defs] = arguments.pop(defs)
+        rules.append(f"body{i}: %json {json.dumps(call)}")
+    lark = "\n".join([f'start: call ("\\n" call)*',
+                      f'call: {open_marker} "\\n" body "\\n" {close_marker}',
+                      "body: " + " | ".join(f"body{i}" for i in range(len(rules))), *rules, ""])
     try:
         grammar = LLMatcher.grammar_from_lark(lark)
     except ValueError as exc:

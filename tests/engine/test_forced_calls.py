@@ -72,3 +72,17 @@ def test_forcing_a_call_and_a_json_answer_at_once_is_refused(tiny_engine, script
     with pytest.raises(EngineRequestError, match="ask for two shapes of one reply"):
         tiny_engine.submit({"messages": scripts["single_tool_call"]["messages"], "tools": WEATHER,
                             "tool_choice": "required", "response_format": {"type": "json_object"}})
+
+
+def test_parameters_with_refs_to_their_own_defs_compile(tiny_engine, scripts):
+    """A pydantic model's schema keeps its nested types in ``$defs`` and points at them from
+    its root (what pydantic-ai's ``final_result`` tool sends)."""
+    pick = {"type": "object", "properties": {"colour": {"$ref": "#/$defs/Colour"}},
+            "required": ["colour"], "additionalProperties": False,
+            "$defs": {"Colour": {"type": "string", "enum": ["red", "blue"]}}}
+    tools = [{"type": "function", "function": {"name": "final_result", "parameters": pick}}]
+    reply = tiny_engine.chat_completions({"messages": scripts["single_tool_call"]["messages"],
+                                          "tools": tools, "tool_choice": "required",
+                                          "max_tokens": 200})
+    (name, arguments), = _calls(reply)
+    assert name == "final_result" and arguments["colour"] in ("red", "blue")
