@@ -3,7 +3,7 @@ calls forced by ``tool_choice`` ("required" or a named function), decoded in the
 
 The schema becomes an llguidance grammar when the request is admitted (a schema it cannot
 compile is refused there, naming the field). While the reply is served, an mlx-lm logits
-processor (``JsonConstraint``, the hook ``logit_bias`` and the penalties use) lets through
+processor (``GrammarConstraint``, the hook ``logit_bias`` and the penalties use) lets through
 only the tokens that keep the answer inside the grammar, and only the end of the turn once
 the JSON is complete. A reasoning model thinks freely first: the constraint starts after the
 family's end-of-reasoning marker (the first token may open reasoning, as the model chooses).
@@ -25,7 +25,7 @@ import numpy as np
 
 from .._errors import EngineRequestError
 
-__all__ = ["json_schema_for", "JsonConstraint", "json_constraint_for", "tool_call_grammar",
+__all__ = ["json_schema_for", "GrammarConstraint", "constraint_for", "tool_call_grammar",
            "warm_up"]
 
 _ANY_OBJECT = {"type": "object"}
@@ -97,11 +97,15 @@ def _ll_tokenizer(tokenizer: Any) -> Any:
     def build(tokenizer: Any) -> Any:
         import llguidance.hf
 
-        hf = getattr(tokenizer, "_tokenizer", tokenizer)
-        eos = sorted(getattr(tokenizer, "eos_token_ids", None) or [hf.eos_token_id])
-        return llguidance.hf.from_tokenizer(hf, eos_token=eos)
+        return llguidance.hf.from_tokenizer(getattr(tokenizer, "_tokenizer", tokenizer),
+                                            eos_token=_end_ids(tokenizer))
 
     return per_tokenizer(_tokenizers, tokenizer, build)
+
+
+def _end_ids(tokenizer: Any) -> list[int]:
+    """The tokens that end the turn: the grammar's end, and what it allows once done."""
+    return sorted(getattr(tokenizer, "eos_token_ids", None) or [tokenizer.eos_token_id])
 
 
 def warm_up(tokenizer: Any) -> None:
@@ -110,7 +114,7 @@ def warm_up(tokenizer: Any) -> None:
     _ll_tokenizer(tokenizer)
 
 
-class JsonConstraint:
+class GrammarConstraint:
     """The logits processor: ``processor(tokens, logits) -> logits`` (mlx-lm's signature).
 
     ``think``: the reasoning markers' token ids, or None for a model without them;
@@ -226,7 +230,7 @@ def _tool_grammar(open_marker: str, close_marker: str, functions: str) -> tuple[
             if isinstance(arguments.get(defs), dict):
                 call[defs] = arguments.pop(defs)
         rules.append(f"body{i}: %json {json.dumps(call)}")
-    lark = "\n".join([f'start: call ("\\n" call)*',
+    lark = "\n".join(['start: call ("\\n" call)*',
                       f'call: {open_marker} "\\n" body "\\n" {close_marker}',
                       "body: " + " | ".join(f"body{i}" for i in range(len(rules))), *rules, ""])
     try:
@@ -236,7 +240,7 @@ def _tool_grammar(open_marker: str, close_marker: str, functions: str) -> tuple[
     return grammar, LLMatcher.validate_grammar(grammar)
 
 
-def json_constraint_for(tokenizer: Any, request: Any, prompt: Any) -> JsonConstraint | None:
+def constraint_for(tokenizer: Any, request: Any, prompt: Any) -> GrammarConstraint | None:
     """The processor for ``request`` (None without a JSON format or a forced call)."""
     schema = getattr(request, "response_format", None)
     forced = getattr(request, "forced_call", None)
@@ -245,15 +249,11 @@ def json_constraint_for(tokenizer: Any, request: Any, prompt: Any) -> JsonConstr
     from llguidance import LLMatcher
 
     from ..parsing import family_for_tokenizer, prompt_starts_in_reasoning
+    from ._think_budget import reasoning_marker_ids
 
     family = family_for_tokenizer(tokenizer)
-    think = None
-    if family.think is not None:
-        ids = [tokenizer.encode(marker, add_special_tokens=False) for marker in family.think]
-        if all(len(i) == 1 for i in ids):
-            think = (int(ids[0][0]), int(ids[1][0]))
     open_at_start = prompt is not None and prompt_starts_in_reasoning(family, prompt.text)
-    ends = sorted(getattr(tokenizer, "eos_token_ids", None) or [tokenizer.eos_token_id])
     grammar = _grammar(schema)[0] if schema is not None else tool_call_grammar(tokenizer, request)
-    return JsonConstraint(LLMatcher(_ll_tokenizer(tokenizer), grammar), think, open_at_start,
-                          ends)
+    return GrammarConstraint(LLMatcher(_ll_tokenizer(tokenizer), grammar),
+                             reasoning_marker_ids(tokenizer, family), open_at_start,
+                             _end_ids(tokenizer))

@@ -32,7 +32,7 @@ from ._job import Job
 from ._prompt_cache import PromptCache
 from ._reply_stream import ReplyStream
 from ._seeded_sampler import SeededSampler
-from ._constrained import json_constraint_for
+from ._constrained import constraint_for
 from ._think_budget import think_budget_for
 from ._single_stream import Cancelled, Preempted, SingleStream
 
@@ -362,8 +362,8 @@ class Scheduler:
             p.frequency_penalty, p.frequency_context_size,
         )
         budget = think_budget_for(self.tokenizer, request, prompt) if prompt is not None else None
-        json_format = json_constraint_for(self.tokenizer, request, prompt)
-        return processors + [p for p in (budget, json_format) if p is not None]
+        grammar = constraint_for(self.tokenizer, request, prompt)
+        return processors + [p for p in (budget, grammar) if p is not None]
 
     def _stops(self, stop: tuple[str, ...]):
         seqs = self._stop_sequences.get(stop)

@@ -23,7 +23,7 @@ import mlx.core as mx
 from .._errors import EngineRequestError
 from ..parsing import family_for_tokenizer, prompt_starts_in_reasoning
 
-__all__ = ["ThinkBudget", "think_budget_for", "reasoning_token_count"]
+__all__ = ["ThinkBudget", "think_budget_for", "reasoning_token_count", "reasoning_marker_ids"]
 
 
 class ThinkBudget:
@@ -72,7 +72,7 @@ class ThinkBudget:
         return started & ~ended & (reasoning >= self.budget)
 
 
-def _marker_ids(tokenizer: Any, family) -> tuple[int, int] | None:
+def reasoning_marker_ids(tokenizer: Any, family) -> tuple[int, int] | None:
     """The single-token ids of the family's reasoning markers, or None if it has none."""
     if family.think is None:
         return None
@@ -92,7 +92,7 @@ def think_budget_for(tokenizer: Any, request, prompt) -> ThinkBudget | None:
     if budget is None:
         return None
     family = family_for_tokenizer(tokenizer)
-    ids = _marker_ids(tokenizer, family)
+    ids = reasoning_marker_ids(tokenizer, family)
     if ids is None or request.kind != "chat":
         raise EngineRequestError(
             "'thinking_token_budget' needs a chat request to a model that reasons with "
