@@ -290,6 +290,10 @@ def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: li
     engines = list(engines) if isinstance(engines, (list, tuple)) else [engines, engines]
     panes = [_Pane(view) for view in views] if views else [_Pane(), _Pane()]
     failures: list[BaseException] = []
+    # Each side says when its turn is complete. Not Thread.join: an interrupt that lands in
+    # join(timeout) on Python 3.11 marks a thread that is still running as stopped
+    # (threading's bpo-45274 path), and a later join would return before the turn ends.
+    done = [threading.Event(), threading.Event()]
 
     def side(i: int) -> None:
         try:
@@ -298,21 +302,23 @@ def run_comparison(engines: Any, sides: list[Turn], labels: list[str], views: li
                      **run_options)
         except BaseException as exc:  # shown on the cell's thread
             failures.append(exc)
+        finally:
+            done[i].set()
 
     threads = [threading.Thread(target=side, args=(i,), name=f"mlx-compare-{i}", daemon=True)
                for i in range(2)]
     try:
         # (An interrupt while the sides start stops them too: none goes on unseen.)
         _start_together(engines, threads)
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.1)
+        for finished in done:
+            while not finished.wait(0.1):
+                pass
     except KeyboardInterrupt:
         for pane in panes:
             pane.stop()
-        for thread, turn in zip(threads, sides):
+        for thread, finished, turn in zip(threads, done, sides):
             if thread.ident is not None:  # (started)
-                thread.join()  # each side's run_turn records its turn as stopped
+                finished.wait()  # each side's run_turn records its turn as stopped
             else:
                 turn.mark_stopped()  # stopped before it began
         raise

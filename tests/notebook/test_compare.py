@@ -261,3 +261,34 @@ def test_an_interrupt_while_the_sides_start_stops_both(smollm2_engine, monkeypat
     assert all(side.interrupted for side in sides)
     assert all(side.usage.completion_tokens < 400 for side in sides)
     assert smollm2_engine.active_requests == 0
+
+
+@pytest.mark.model
+def test_an_interrupt_waits_for_both_sides_even_where_join_would_not(smollm2_engine, monkeypatch):
+    """On Python 3.11 an interrupt that lands in ``Thread.join(timeout)`` marks a running
+    thread as stopped, so a later join returns at once (the CI flake of
+    test_an_interrupted_compare_says_where_both_sides_are): here every join returns at once,
+    and both sides must still be complete and stopped when the interrupt is raised again."""
+    import ctypes
+
+    from mlx_notebook import compare as compare_module
+
+    monkeypatch.setattr(threading.Thread, "join", lambda self, timeout=None: None)
+    main = threading.main_thread().ident
+    start = compare_module._start_together
+
+    def start_then_interrupt(engines, threads):
+        start(engines, threads)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main),
+                                                   ctypes.py_object(KeyboardInterrupt))
+        for _ in range(1000):
+            pass
+
+    monkeypatch.setattr(compare_module, "_start_together", start_then_interrupt)
+    body = {"messages": [{"role": "user", "content": "Tell me a long story about a robot."}],
+            "max_tokens": 400}
+    sides = [Turn(model="m", session="s", request={**body, "temperature": t}) for t in (0, 1)]
+    with pytest.raises(KeyboardInterrupt):
+        compare_module.run_comparison(smollm2_engine, sides, ["a", "b"], None)
+    assert [side.finish_reason for side in sides] == ["stopped", "stopped"]
+    assert smollm2_engine.active_requests == 0
