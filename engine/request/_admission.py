@@ -147,6 +147,8 @@ class GenerationRequest:
     forced_call: tuple[str, ...] | None = None
     """The tools one of which the reply is decoded to call (``tool_choice`` "required": every
     tool offered; a named function: that one), None when the model decides."""
+    parallel_tool_calls: bool = True
+    """False: the reply ends with its first tool call (OpenAI's ``parallel_tool_calls``)."""
 
     @property
     def template_kwargs(self) -> dict[str, Any]:
@@ -742,4 +744,5 @@ def admit(
         add_generation_prompt=add_prompt,
         response_format=_response_format(body, kind),
         forced_call=_forced_call(body, tools) if kind == "chat" else None,
+        parallel_tool_calls=body.get("parallel_tool_calls") is not False,
     )

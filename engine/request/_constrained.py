@@ -187,7 +187,7 @@ _FORCEABLE = ("qwen3",)
 
 def tool_call_grammar(tokenizer: Any, request: Any) -> str:
     """The grammar of the calls ``request.forced_call`` asks for, in the model's own markup:
-    one or more ``<tool_call>`` blocks, each naming one of the tools with arguments that fit
+    one or more ``<tool_call>`` blocks (one without ``parallel_tool_calls``), each naming one of the tools with arguments that fit
     its parameters. Raises ``EngineRequestError`` (``tool_choice``) for a model whose markup
     it cannot write, or parameters the compiler refuses."""
     from ..parsing import family_for_tokenizer
@@ -208,7 +208,7 @@ def tool_call_grammar(tokenizer: Any, request: Any) -> str:
 
     called = [t["function"] for t in request.tools if t["function"]["name"] in request.forced_call]
     grammar, error = _tool_grammar(marker(family.tools[0].start), marker(family.tools[0].end),
-                                   json.dumps(called))
+                                   json.dumps(called), request.parallel_tool_calls)
     if error:
         said = " ".join(error.split()).rstrip(".")
         raise EngineRequestError(f"The tools' parameters cannot be decoded to: {said[:300]}.",
@@ -217,7 +217,8 @@ def tool_call_grammar(tokenizer: Any, request: Any) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _tool_grammar(open_marker: str, close_marker: str, functions: str) -> tuple[str, str]:
+def _tool_grammar(open_marker: str, close_marker: str, functions: str,
+                  parallel: bool) -> tuple[str, str]:
     from llguidance import LLMatcher
 
     rules = []
@@ -230,7 +231,7 @@ def _tool_grammar(open_marker: str, close_marker: str, functions: str) -> tuple[
             if isinstance(arguments.get(defs), dict):
                 call[defs] = arguments.pop(defs)
         rules.append(f"body{i}: %json {json.dumps(call)}")
-    lark = "\n".join(['start: call ("\\n" call)*',
+    lark = "\n".join(['start: call ("\\n" call)*' if parallel else "start: call",
                       f'call: {open_marker} "\\n" body "\\n" {close_marker}',
                       "body: " + " | ".join(f"body{i}" for i in range(len(rules))), *rules, ""])
     try:

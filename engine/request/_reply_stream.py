@@ -139,9 +139,15 @@ class ReplyStream:
 
     def on_token(self, token: int, logprobs, finish_reason: str | None, *,
                  from_draft: bool | None = None) -> bool:
-        """Handle one generated token; True when a stop string ended the reply early.
+        """Handle one generated token; True when the reply ends here early: a stop string
+        matched, or its one tool call is whole (``parallel_tool_calls`` false).
 
         ``from_draft``: with a draft model, whether the draft proposed the token."""
+        stopped = self._on_token(token, logprobs, finish_reason, from_draft)
+        return stopped or (self.tool_calls > 0 and not self.request.parallel_tool_calls)
+
+    def _on_token(self, token: int, logprobs, finish_reason: str | None,
+                  from_draft: bool | None) -> bool:
         self.completion_tokens += 1
         if self.completion_tokens == 1:
             self.t_first = time.perf_counter()
@@ -242,6 +248,8 @@ class ReplyStream:
             elif kind == "reasoning":
                 put(ReasoningDelta(e.text))
             elif kind == "tool_call":
+                if self.tool_calls and not self.request.parallel_tool_calls:
+                    continue  # one call was asked for: the reply ends with the first
                 put(ToolCall(
                     index=self.tool_calls, id=f"call_{uuid.uuid4().hex[:24]}",
                     name=e.name, arguments=dict(e.arguments or {}), text=e.text,

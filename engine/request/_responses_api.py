@@ -14,6 +14,7 @@ served; a JSON ``text.format`` is chat's ``response_format``.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Mapping
 
 from .._errors import EngineRequestError
@@ -23,7 +24,7 @@ from .._events import (
 from ._admission import GenerationRequest, _shown
 from ._responses import _chat_logprobs
 
-__all__ = ["chat_body", "response_object", "ResponseEvents"]
+__all__ = ["chat_body", "in_responses_terms", "response_object", "ResponseEvents"]
 
 _PASSED = ("model", "stream", "temperature", "top_p", "seed", "parallel_tool_calls", "user",
            "stop", "top_k", "min_p", "repetition_penalty", "presence_penalty",
@@ -54,7 +55,7 @@ def chat_body(body: Mapping[str, Any]) -> dict:
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         _fail("'instructions' must be a string.", "instructions")
-    out["messages"] = _with_instructions(instructions, _messages(body.get("input")))
+    out["messages"] = _with_instructions(instructions, *_messages(body.get("input")))[0]
     include = body.get("include")
     if "top_logprobs" in body or isinstance(include, list) and (
             "message.output_text.logprobs" in include):
@@ -81,9 +82,11 @@ def chat_body(body: Mapping[str, Any]) -> dict:
     return out
 
 
-def _with_instructions(instructions: str | None, messages: list[dict]) -> list[dict]:
+def _with_instructions(instructions: str | None, messages: list[dict],
+                       origins: list[tuple]) -> tuple[list[dict], list[tuple]]:
     """The instructions and the system (or developer) messages the input starts with, as the
-    one system message a chat template takes (pydantic-ai sends both)."""
+    one system message a chat template takes (pydantic-ai sends both); with the messages'
+    origins (``_messages``)."""
     lead = 0
     while lead < len(messages) and messages[lead].get("role") in ("system", "developer") and (
             isinstance(messages[lead].get("content"), str)):
@@ -91,16 +94,21 @@ def _with_instructions(instructions: str | None, messages: list[dict]) -> list[d
     texts = [instructions] if instructions is not None else []
     texts += [m["content"] for m in messages[:lead]]
     if instructions is None and lead <= 1:
-        return messages  # (one system message, or none: as sent)
-    return [{"role": "system", "content": "\n\n".join(texts)}, *messages[lead:]]
+        return messages, origins  # (one system message, or none: as sent)
+    merged = ("instructions", None, []) if instructions is not None else origins[0]
+    return ([{"role": "system", "content": "\n\n".join(texts)}, *messages[lead:]],
+            [merged, *origins[lead:]])
 
 
-def _messages(items: Any) -> list[dict]:
+def _messages(items: Any) -> tuple[list[dict], list[tuple]]:
+    """The chat messages ``input`` stands for, and where each came from: (kind, the index of
+    its item or None, the indices of the function_call items that are its tool calls)."""
     if isinstance(items, str):
-        return [{"role": "user", "content": items}]
+        return [{"role": "user", "content": items}], [("message", None, [])]
     if not isinstance(items, list) or not items:
         _fail("'input' must be a string or a non-empty list of items.", "input")
     messages: list[dict] = []
+    origins: list[tuple] = []
     reasoning = ""  # a reasoning item goes with the assistant turn after it
     for i, item in enumerate(items):
         where = f"input[{i}]"
@@ -113,6 +121,7 @@ def _messages(items: Any) -> list[dict]:
             if role == "assistant" and reasoning:
                 message["reasoning_content"], reasoning = reasoning, ""
             messages.append(message)  # (a role admission does not know is refused there)
+            origins.append(("message", i, []))
         elif kind == "reasoning":  # its text, else its summary (what a client kept of it)
             parts = next((v for v in (item.get("content"), item.get("summary"))
                           if isinstance(v, list) and v), [])
@@ -130,19 +139,83 @@ def _messages(items: Any) -> list[dict]:
                     "function": {"name": item.get("name"), "arguments": item.get("arguments")}}
             if not messages or messages[-1]["role"] != "assistant":
                 messages.append({"role": "assistant", "content": None})
+                origins.append(("calls", None, []))
                 if reasoning:
                     messages[-1]["reasoning_content"], reasoning = reasoning, ""
             messages[-1].setdefault("tool_calls", []).append(call)
+            origins[-1][2].append(i)
         elif kind == "function_call_output":
             messages.append({"role": "tool", "tool_call_id": item.get("call_id"),
                              "content": _text(item.get("output"), f"{where}.output")})
+            origins.append(("output", i, []))
         else:
             _fail(f"'{where}' is a {_shown(kind)} item, which this server does not take; "
                   "send messages, function calls and their outputs.", f"{where}.type")
     if not messages:
         _fail("'input' holds no message (reasoning items alone are none); send the "
               "conversation's messages.", "input")
-    return messages
+    return messages, origins
+
+
+def in_responses_terms(error: EngineRequestError, body: Mapping[str, Any]) -> EngineRequestError:
+    """``error``, which names the fields of the chat body ``body`` became (``messages[3]``,
+    ``max_tokens``), as naming the Responses fields they came from (``input[5]``,
+    ``max_output_tokens``), in its ``param`` and its message."""
+    try:
+        origins = _with_instructions(body.get("instructions"), *_messages(body.get("input")))[1]
+    except Exception:  # (chat_body took this body: it cannot fail here)
+        return error
+
+    def path(chat: str) -> str:
+        return _responses_path(chat, origins)
+
+    fields = error.error
+    message = re.sub(r"'((?:messages|tools|max_tokens|response_format|logprobs|stream_options)"
+                     r"\b[^']*)'", lambda m: f"'{path(m[1])}'", fields["message"])
+    param = fields.get("param")
+    return EngineRequestError(message, param=path(param) if param else param,
+                              type=fields["type"], code=fields.get("code"))
+
+
+_CALL_FIELDS = ((".function.arguments", ".arguments"), (".function.name", ".name"),
+                (".function", ""), (".id", ".call_id"))
+_RENAMED = (("max_tokens", "max_output_tokens"), ("response_format.json_schema", "text.format"),
+            ("response_format", "text.format"), ("logprobs", "include"),
+            ("stream_options", "stream"))
+
+
+def _responses_path(chat: str, origins: list[tuple]) -> str:
+    """The Responses field a chat body's field path came from (see ``in_responses_terms``)."""
+    found = re.fullmatch(r"messages\[(\d+)\](.*)", chat)
+    if found is None:
+        if chat == "messages":
+            return "input"
+        tool = re.fullmatch(r"tools\[(\d+)\]\.function(.*)", chat)  # (Responses tools are flat)
+        if tool is not None:
+            return f"tools[{tool[1]}]{tool[2]}"
+        for old, new in _RENAMED:
+            if chat == old or chat.startswith((old + ".", old + "[")):
+                return new + chat[len(old):]
+        return chat
+    index, rest = int(found[1]), found[2]
+    if index >= len(origins):
+        return "input"
+    kind, at, calls = origins[index]
+    call = re.match(r"\.tool_calls\[(\d+)\]", rest)
+    if call is not None and int(call[1]) < len(calls):
+        tail = rest[call.end():]
+        for old, new in _CALL_FIELDS:
+            if tail.startswith(old):
+                tail = new + tail[len(old):]
+                break
+        return f"input[{calls[int(call[1])]}]{tail}"
+    if kind == "instructions":
+        return "instructions"
+    if at is None:  # the whole input as one text, or a turn made of function_call items
+        return f"input[{calls[0]}]" if calls else "input"
+    if kind == "output":
+        rest = {".content": ".output", ".tool_call_id": ".call_id"}.get(rest, rest)
+    return f"input[{at}]{rest}"
 
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "summary_text", "reasoning_text")

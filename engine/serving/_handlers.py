@@ -461,7 +461,10 @@ class CompletionsHandler(_Base):
         try:
             handle = await loop.run_in_executor(None, submit)
         except Exception as exc:
-            self._fail_with(_engine_error(exc))
+            error = _engine_error(exc)
+            if self.kind == "responses" and isinstance(error, EngineRequestError):
+                error = responses_api.in_responses_terms(error, self.body)
+            self._fail_with(error)
             return
         self.handle = handle
         if self.gone:

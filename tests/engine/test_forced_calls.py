@@ -86,3 +86,35 @@ def test_parameters_with_refs_to_their_own_defs_compile(tiny_engine, scripts):
                                           "max_tokens": 200})
     (name, arguments), = _calls(reply)
     assert name == "final_result" and arguments["colour"] in ("red", "blue")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_parallel_tool_calls_false_ends_the_reply_with_its_first_call(tiny_engine, scripts, stream):
+    script = scripts["parallel_tool_calls"]
+    body = {"messages": script["messages"], "tools": script["tools"], "max_tokens": 200}
+    both = tiny_engine.chat_completions(body)
+    assert [a["city"] for _, a in _calls(both)] == ["Tokyo", "Oslo"]
+    one = {**body, "parallel_tool_calls": False}
+    if not stream:
+        reply = tiny_engine.chat_completions(one)
+        assert [a["city"] for _, a in _calls(reply)] == ["Tokyo"]
+        assert reply["choices"][0]["finish_reason"] == "tool_calls"
+        # generation stopped at the first call's end: the second was never written
+        assert reply["usage"]["completion_tokens"] < both["usage"]["completion_tokens"]
+        return
+    chunks = list(tiny_engine.chat_completions({**one, "stream": True}))
+    calls = [c for chunk in chunks for choice in chunk["choices"]
+             for c in choice["delta"].get("tool_calls") or []]
+    assert [c["index"] for c in calls] == [0]
+    assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Tokyo"}
+    assert [ch["finish_reason"] for chunk in chunks for ch in chunk["choices"]
+            if ch["finish_reason"]] == ["tool_calls"]
+
+
+def test_a_forced_call_without_parallel_tool_calls_is_one_call(tiny_engine, scripts):
+    script = scripts["parallel_tool_calls"]
+    reply = tiny_engine.chat_completions({
+        "messages": script["messages"], "tools": script["tools"], "tool_choice": "required",
+        "parallel_tool_calls": False, "max_tokens": 200})
+    assert len(_calls(reply)) == 1
+    assert reply["choices"][0]["finish_reason"] == "tool_calls"

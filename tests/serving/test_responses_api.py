@@ -8,6 +8,7 @@ conversation: one request path, two shapes.
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import openai
@@ -16,7 +17,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from mlx_notebook.engine import EngineRequestError
-from mlx_notebook.engine.request._responses_api import ResponseEvents, chat_body, response_object
+from mlx_notebook.engine.request._responses_api import (
+    ResponseEvents, chat_body, in_responses_terms, response_object,
+)
 
 pytestmark = pytest.mark.model
 
@@ -110,6 +113,11 @@ def test_parallel_calls_are_one_item_each(tiny_listener, scripts):
     assert [json.loads(c.arguments)["city"] for c in calls] == ["Tokyo", "Oslo"]
     assert len({c.call_id for c in calls}) == 2
     assert [item.type for item in response.output] == ["reasoning", "function_call", "function_call"]
+    one = _client(tiny_listener).responses.create(
+        model="default_model", input=asked["messages"], tools=_tools(asked),
+        parallel_tool_calls=False)
+    assert [item.type for item in one.output] == ["reasoning", "function_call"]
+    assert one.parallel_tool_calls is False
 
 
 def test_instructions_are_the_system_prompt_and_a_text_input_is_the_users_message(
@@ -127,6 +135,35 @@ def test_a_reply_cut_by_max_output_tokens_is_incomplete(tiny_listener, scripts):
     assert response.status == "incomplete"
     assert response.incomplete_details.reason == "max_output_tokens"
     assert response.usage.output_tokens == 3
+
+
+@pytest.mark.parametrize("extra, param, said", [
+    ({"input": [{"role": "user", "content": 5}]}, "input[0].content", "'input[0].content'"),
+    ({"instructions": "Be brief.", "input": [{"role": "user", "content": "Hi."},
+                                             {"role": "robot", "content": "Hi."}]},
+     "input[1].role", "'input[1].role' must be one of"),
+    ({"input": [{"role": "user", "content": "Weather?"},
+                {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Call it."}]},
+                {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                {"type": "function_call", "call_id": "c2", "name": "f", "arguments": "{oops"},
+                {"type": "function_call_output", "call_id": "c1", "output": "sun"}]},
+     "input[3].arguments", "'input[3].arguments' is not valid JSON"),
+    ({"input": [{"role": "user", "content": "Hi."},
+                {"type": "function_call_output", "call_id": 7, "output": "sun"}]},
+     "input[1].call_id", "'input[1].call_id' must be a string"),
+    ({"max_output_tokens": -1}, "max_output_tokens", "'max_output_tokens'"),
+    ({"tools": [{"type": "function", "name": "f", "description": 5}]}, "tools[0].description",
+     "'tools[0].description' must be a string."),
+])
+def test_a_refusal_of_the_chat_request_names_the_responses_field(tiny_listener, extra, param,
+                                                                   said):
+    body = {"model": "default_model", "input": "Hi.", **extra}
+    reply = httpx.post(f"{tiny_listener.url}/responses", json=body,
+                       headers={"Authorization": f"Bearer {tiny_listener.token}"})
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert error["param"] == param
+    assert said in error["message"] and "messages" not in error["message"], error["message"]
 
 
 @pytest.mark.parametrize("extra, param, said", [
@@ -222,8 +259,13 @@ def test_hostile_responses_bodies_are_refused_in_a_sentence_or_served_as_strict_
     try:
         handle = tiny_engine.submit(chat_body(body), kind="chat")
     except EngineRequestError as refusal:
+        refusal = in_responses_terms(refusal, body)
         assert refusal.error["message"].endswith(".") and len(refusal.error["message"]) < 2000
-        event(f"refused: {refusal.error['param']}")
+        param = refusal.error["param"]
+        if param is not None:  # a field of this body, in this API's names
+            assert re.split(r"[.\[]", param)[0] in body, (param, body)
+        assert "'messages" not in refusal.error["message"], refusal.error["message"]
+        event(f"refused: {param}")
         return
     event("served")
     named = {"request": handle.request, "request_id": handle.id, "created": 0, "body": body}
