@@ -4,13 +4,13 @@ MLX streams belong to the thread that made them, so one thread loads the model a
 it (DESIGN.md principle 3); other threads only put jobs on ``inbox``, read their event queues
 and set cancel flags. If the thread dies, every waiting request gets an ``Error`` at once and
 ``alive`` turns False; ``stop`` joins it cleanly so interpreter exit never hangs or aborts.
+The OS thread outlives the engine: the next engine's life runs on it (``_Worker`` says why).
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-import os
 import threading
 import time
 import traceback
@@ -147,19 +147,76 @@ _WAKE = object()
 """Queued when the last caller preparing a request is done: held requests may start."""
 
 
-def _wait_for_os_thread_exit(native_id: int | None, timeout: float = 2.0) -> None:
-    """Wait until a joined thread has really exited (Linux: its /proc task is gone).
+class _Worker(threading.Thread):
+    """An OS thread that runs engine threads' lives one after another (``_Life``).
 
-    ``Thread.join`` returns before the OS thread runs its C++ thread-local destructors
-    (mlx's per-thread streams). An interpreter that exits meanwhile tears mlx down under
-    them, and the process aborts with "terminate called without an active exception".
+    mlx gives every thread that evaluates a default stream of its own and keeps it after the
+    thread ends (on a CPU with a worker OS thread; on CUDA with a command encoder and its
+    graph cache): a new OS thread per engine left one more behind at every ``%load_model``,
+    and an OS thread that ends while the interpreter exits can abort the process ("terminate
+    called without an active exception", as its thread-local streams are destroyed under
+    mlx's teardown). A worker whose engine stopped waits for the next engine instead, so a
+    process holds as many as it ever had engines alive at once, and none of them ends.
     """
-    task = f"/proc/self/task/{native_id}"
-    if native_id is None or not os.path.isdir("/proc/self/task"):
-        return
-    deadline = time.monotonic() + timeout
-    while os.path.exists(task) and time.monotonic() < deadline:
-        time.sleep(0.001)
+
+    def __init__(self):
+        super().__init__(name=_IDLE_NAME, daemon=True)
+        self.lives: SimpleQueue = SimpleQueue()
+
+    def run(self) -> None:
+        while True:
+            self.lives.get()()
+
+
+_ENGINE_NAME, _IDLE_NAME = "mlx-notebook-engine", "mlx-notebook-engine-idle"
+_idle_workers: list[_Worker] = []
+_idle_lock = threading.Lock()
+
+
+class _Life:
+    """One engine thread's run on a ``_Worker``: started, joined and asked after as a
+    ``threading.Thread`` is."""
+
+    def __init__(self, target: Callable[[], None]):
+        self._target = target
+        self._done = threading.Event()
+        self.worker: _Worker | None = None
+
+    @property
+    def ident(self) -> int | None:
+        return self.worker.ident if self.worker is not None else None
+
+    def start(self) -> None:
+        with _idle_lock:
+            worker = _idle_workers.pop() if _idle_workers else None
+        if worker is None or not worker.is_alive():  # (a forked child has none of them)
+            worker = _Worker()
+            worker.start()
+        self.worker = worker
+        worker.name = _ENGINE_NAME
+        worker.lives.put(self._run)
+
+    def _run(self) -> None:
+        try:
+            self._target()
+        except BaseException:  # (the worker must live on to serve the next engine)
+            log.exception("engine thread failed")
+        finally:
+            self.worker.name = _IDLE_NAME
+            with _idle_lock:  # before done: a caller that joined may start the next engine
+                _idle_workers.append(self.worker)
+            self._done.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.worker is not None:
+            self._done.wait(timeout)
+
+    def is_alive(self) -> bool:
+        return self.worker is not None and not self._done.is_set()
+
+    def is_current(self) -> bool:
+        """Whether the calling thread is this life's, while it runs."""
+        return self.worker is threading.current_thread() and not self._done.is_set()
 
 
 class EngineThread:
@@ -193,8 +250,7 @@ class EngineThread:
         self._released = False  # its Engine is gone: stop once nothing is left to serve
         self._ready = threading.Event()
         self._load_error: BaseException | None = None
-        self._thread = threading.Thread(target=self._main, name="mlx-notebook-engine",
-                                        daemon=True)
+        self._thread = _Life(self._main)
 
     # -- caller side -------------------------------------------------------------------------
     def start(self) -> None:
@@ -268,7 +324,7 @@ class EngineThread:
         return call.result
 
     def on_engine_thread(self) -> bool:
-        return threading.current_thread() is self._thread
+        return self._thread.is_current()
 
     def blocking_read_refusal(self, started: bool) -> str | None:
         """Why the calling thread must not wait for a reply, or None: the engine thread (an
@@ -305,13 +361,10 @@ class EngineThread:
         self.inbox.put(None)  # wake a thread blocked on an empty inbox
         if self._thread.ident is None:
             return True
-        if threading.current_thread() is self._thread:
+        if self._thread.is_current():
             return False
         self._thread.join(timeout)
-        if self._thread.is_alive():
-            return False
-        _wait_for_os_thread_exit(self._thread.native_id)
-        return True
+        return not self._thread.is_alive()
 
     @property
     def dead_message(self) -> str:

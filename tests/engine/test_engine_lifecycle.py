@@ -198,6 +198,47 @@ def test_an_interrupt_while_the_model_loads_stops_its_thread_and_exit_is_clean(t
     assert "terminate called" not in done.stderr
 
 
+_ENGINES_IN_TURN_SCRIPT = textwrap.dedent("""
+    import os, sys, threading
+    from mlx_notebook.engine import Engine
+    body = {"messages": [{"role": "user", "content": "What is 17 + 25?"}], "max_tokens": 80,
+            "temperature": 0}
+    def os_threads():
+        return len(os.listdir("/proc/self/task"))
+    counts = []
+    for _ in range(4):  # %load_model, again and again
+        with Engine(sys.argv[1], progress=False) as engine:
+            engine.chat_completions(body)
+        counts.append(os_threads())
+    with Engine(sys.argv[1], progress=False) as a, Engine(sys.argv[1], progress=False) as b:
+        seen = {}
+        def ask(name, engine):
+            seen[name] = engine.chat_completions(body)["choices"][0]["message"]["content"]
+        both = [threading.Thread(target=ask, args=pair) for pair in (("a", a), ("b", b))]
+        for t in both: t.start()
+        for t in both: t.join()
+        print("two at once:", seen["a"] == seen["b"] != "", a._thread._thread.ident != b._thread._thread.ident)
+    print("os threads:", counts)
+    print("engine threads running:", sum(t.name == "mlx-notebook-engine" for t in threading.enumerate()))
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts /proc/self/task")
+def test_engines_loaded_one_after_another_leave_no_os_thread_behind_and_exit_is_clean(
+        tiny_reasoner_path):
+    done = subprocess.run([sys.executable, "-c", _ENGINES_IN_TURN_SCRIPT, str(tiny_reasoner_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "terminate called" not in done.stderr
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
+    counts = eval(lines["os threads"])
+    # mlx keeps a stream (a worker OS thread on a CPU) per thread that evaluated: each engine
+    # on a new thread left one more behind
+    assert counts == [counts[0]] * 4, counts
+    assert lines["two at once"] == "True True"  # two engines alive: two threads, each its reply
+    assert lines["engine threads running"] == "0"
+
+
 def test_a_request_joining_mid_reply_moves_the_first_onto_the_batch_without_a_seam(
         tiny_engine, script_body, scripts):
     first = tiny_engine.submit(script_body("long_story", max_tokens=120))
