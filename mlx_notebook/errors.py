@@ -57,8 +57,8 @@ def usage_error(magic: str, exc: Exception) -> UsageError:
         flag = FLAGS.get(exc.param or "")
         if flag:
             message = message.replace(f"'{exc.param}'", flag)
-        if exc.error.get("code") == "context_length_exceeded" and magic == "%%chat":
-            message = message[:-1] + ", or start the session afresh with --new or %mlx reset."
+        if exc.error.get("code") == "context_length_exceeded":
+            message = _context_fix(message, magic)
     elif isinstance(exc, ModelStoreError):
         message = _sentence(str(exc))
     else:
@@ -71,6 +71,16 @@ def usage_error(magic: str, exc: Exception) -> UsageError:
     return error
 
 
+def _context_fix(message: str, magic: str) -> str:
+    """The engine's "shorten the conversation", as the cell can act on it: a completion has
+    no conversation; a chat session can also start afresh."""
+    if magic == "%%complete":
+        return message.replace("shorten the conversation", "shorten the cell's text")
+    if magic == "%%chat":
+        return message[:-1] + ", or start the session afresh with --new or %mlx reset."
+    return message
+
+
 @contextmanager
 def as_usage_errors(magic: str) -> Iterator[None]:
     """Re-raise expected errors from the block as ``usage_error(magic, exc)``."""
@@ -80,7 +90,13 @@ def as_usage_errors(magic: str) -> Iterator[None]:
         raise usage_error(magic, exc) from exc
 
 
-def no_model_error(magic: str) -> UsageError:
+def no_model_error(magic: str, named: list[str] = ()) -> UsageError:
+    """No default model; ``named``: the models loaded with ``--name``, which a plain cell
+    does not use (saying "no model is loaded" while %mlx status lists one misleads)."""
+    if named:
+        return UsageError(f"{magic}: no default model is loaded, only {', '.join(map(repr, named))} "
+                          "(for %%chat --compare model=NAME); run %load_model SPEC without "
+                          "--name to load the default.")
     return UsageError(f"{magic}: no model is loaded; run %load_model first (no argument loads the default model).")
 
 

@@ -103,11 +103,44 @@ def _parse(func: Any, line: str, magic: str):
     try:
         return func.parser.parse_args(_dashed_values(func.parser, split_line(line)))
     except UsageError as exc:
+        split_type = _option_text(line, "--json") if magic == "%%chat" else None
+        if split_type is not None and " " in split_type and not _quoted(split_type):
+            raise UsageError(f"{magic}: --json {split_type}: the line splits at spaces, so the "
+                             f"type needs quotes: --json {_requoted(split_type)}.") from None
         # %mlx SUB? is IPython's help for the whole %mlx; a subcommand's help is %mlx help SUB.
         help_ = f"%mlx help {magic.split()[1]}" if magic.startswith("%mlx ") else f"{magic}?"
         raise UsageError(f"{magic}: {exc}; see {help_} for the options.") from None
     except ValueError as exc:  # unbalanced quotes from the line splitter
         raise UsageError(f"{magic}: cannot split the options ({exc}); check the quotes.") from None
+
+
+def _option_text(line: str, option: str) -> str | None:
+    """An option's value exactly as the line writes it, quotes kept, running on past spaces
+    until its brackets close (``--json tuple[int, str]`` gives ``tuple[int, str]``); None
+    when the line lacks the option or leaves a bracket or quote open."""
+    match = re.search(rf"(?:^|\s){re.escape(option)}(?:=|\s+)(?=\S)", line)
+    if match is None:
+        return None
+    quote, depth, i = "", 0, match.end()
+    while i < len(line) and (quote or depth > 0 or not line[i].isspace()):
+        ch = line[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        else:
+            depth += (ch in "([{") - (ch in ")]}")
+        i += 1
+    return None if quote or depth > 0 else line[match.end():i]  # never closed: no guess
+
+
+def _quoted(text: str) -> bool:
+    return len(text) > 1 and text[0] == text[-1] and text[0] in "'\""
+
+
+def _requoted(text: str) -> str:
+    """``text`` in the quotes it does not use itself (``"Literal['a']"``)."""
+    return f"'{text}'" if '"' in text else f'"{text}"'
 
 
 _DASHED_VALUE_OPTIONS = ("--api-key", "--token", "--system", "--message", "--stop", "--logit-bias",
@@ -398,7 +431,7 @@ class MlxMagics(Magics):
                                  ) from None
             raise
         session = self.sessions.open(args.session or DEFAULT_SESSION, new=bool(args.new))
-        answer_type, answer_format = self._answer_format(args.json)
+        answer_type, answer_format = self._answer_format(args.json, line)
         body = {"messages": session.messages_for(text, system=args.system), **body_fields(args)}
         if tools:
             body["tools"] = [t.schema() for t in tools]
@@ -432,7 +465,7 @@ class MlxMagics(Magics):
         self._note_cached_tokens_not_reported(engine)
         return self._result(turn, args, "%%chat")
 
-    def _answer_format(self, text: str | None) -> tuple[Any, dict | None]:
+    def _answer_format(self, text: str | None, line: str = "") -> tuple[Any, dict | None]:
         """``--json [TYPE]``: the type the answer is built as, and its ``response_format``."""
         if text is None:
             return None, None
@@ -440,15 +473,19 @@ class MlxMagics(Magics):
             return None, {"type": "json_object"}
         from .tools import ToolError, answer_schema
 
+        # The line's quotes come off as a shell's do: Literal['a'] arrives as Literal[a].
+        written = _option_text(line, "--json") or text
+        quotes = "" if _quoted(written) or written == text else (
+            f"; the line's quotes come off, so quote the whole type: --json {_requoted(written)}")
         try:
             kind = eval(text, self.shell.user_ns)  # noqa: S307 -- the user's own notebook
         except Exception as exc:  # noqa: BLE001 -- a name not defined, an expression that fails
-            raise UsageError(f"%%chat: --json {text}: {type(exc).__name__}: {exc}; define the "
-                             "type in the notebook first.") from None
+            raise UsageError(f"%%chat: --json {text}: {type(exc).__name__}: {exc}"
+                             f"{quotes or '; define the type in the notebook first'}.") from None
         try:
             schema = answer_schema(kind)
         except ToolError as exc:
-            raise UsageError(f"%%chat: --json {text}: {str(exc).rstrip('.')}.") from None
+            raise UsageError(f"%%chat: --json {text}: {str(exc).rstrip('.')}{quotes}.") from None
         name = re.sub(r"[^A-Za-z0-9_-]", "_", getattr(kind, "__name__", "answer"))[:64] or "answer"
         return kind, {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
@@ -570,6 +607,10 @@ class MlxMagics(Magics):
             self._close_named(args.name)
             display(reports.text(f"Unloaded {model} ('{args.name}')."))
             return
+        if self.engine is None and self.named_engines:  # only --name ones: say how to free them
+            names = list(self.named_engines)
+            raise UsageError(f"%mlx unload: no default model is loaded; name the one to free, "
+                             f"e.g. %mlx unload {names[0]} (loaded with --name: {', '.join(names)}).")
         if self.engine is None:
             raise UsageError("%mlx unload: no model is loaded, so there is nothing to unload.")
         name = reports.model_name(self.engine)
@@ -826,7 +867,7 @@ class MlxMagics(Magics):
 
     def _engine(self, magic: str) -> Any:
         if self.engine is None:
-            raise no_model_error(magic)
+            raise no_model_error(magic, list(self.named_engines))
         return self.engine
 
     def _cell_text(self, cell: str, args: Any, magic: str) -> str:

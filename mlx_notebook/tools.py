@@ -1240,6 +1240,10 @@ def answer_schema(kind: Any) -> dict:
     objects are closed (``additionalProperties: false``, as the openai SDK's ``parse`` makes
     them): a small model would go on adding keys of its own until ``max_tokens``."""
     if isinstance(kind, dict):
+        try:  # checked here: the engine's refusal would not say it is the dict's fault
+            json.dumps(kind, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ToolError(f"the schema dict is not JSON ({str(exc).rstrip('.')})") from None
         return kind
     if isinstance(kind, type) and callable(getattr(kind, "model_json_schema", None)):
         return _closed(kind.model_json_schema())

@@ -390,11 +390,17 @@ def _text_content(content, where: str) -> str:
     if not isinstance(content, list):
         _fail(f"'{where}.content' must be a string or a list of text parts.", f"{where}.content")
     parts = []
-    for part in content:
+    for j, part in enumerate(content):
+        # The message names the part by index and type ("here" alone left a client with an
+        # image among ten parts guessing); param stays the content, as before.
+        at = f"{where}.content[{j}]"
         if not isinstance(part, Mapping) or part.get("type") != "text":
-            _fail(f"'{where}.content' may only hold text parts here.", f"{where}.content")
+            kind = (f"its type is {_shown(part.get('type'))}" if isinstance(part, Mapping)
+                    else "it is not an object")
+            _fail(f"'{at}' is not a text part ({kind}); this server reads only text parts "
+                  "({\"type\": \"text\", \"text\": ...}).", f"{where}.content")
         if not isinstance(part.get("text"), str):
-            _fail(f"'{where}.content' text parts need a 'text' string.", f"{where}.content")
+            _fail(f"'{at}' is a text part without a 'text' string.", f"{where}.content")
         parts.append(part["text"])
     return "".join(parts)
 
@@ -679,6 +685,18 @@ def _seed(body) -> int | None:
     return seed
 
 
+def _reasoning_field(body, config: EngineConfig) -> str:
+    # null is the engine's default, as for every other field (clients that serialize a
+    # whole settings object send their unset fields as null).
+    field = body.get("reasoning_field")
+    if field is None:
+        return config.reasoning_field
+    if not isinstance(field, str) or field not in _REASONING_FIELDS:
+        _fail(f"'reasoning_field' must be 'reasoning' or 'reasoning_content', got "
+              f"{_shown(field)}.", "reasoning_field")
+    return field
+
+
 def _role_mapping(body) -> dict | None:
     role_mapping = body.get("role_mapping")
     if role_mapping is None:
@@ -712,9 +730,7 @@ def admit(
         _fail("Per-request adapters are not supported; pass adapter_path to Engine.", "adapters")
     stream = _flag(body, "stream")
     logprobs, top_logprobs = _logprobs(body, kind, config, limits)
-    reasoning_field = body.get("reasoning_field", config.reasoning_field)
-    if not isinstance(reasoning_field, str) or reasoning_field not in _REASONING_FIELDS:
-        _fail("'reasoning_field' must be 'reasoning' or 'reasoning_content'.", "reasoning_field")
+    reasoning_field = _reasoning_field(body, config)
     d = config.sampling_default
     messages = _messages(body) if kind == "chat" else ()
     continue_final, add_prompt = _continuation(body, kind, messages)

@@ -57,29 +57,67 @@ def chat_body(body: Mapping[str, Any]) -> dict:
         _fail("'instructions' must be a string.", "instructions")
     out["messages"] = _with_instructions(instructions, *_messages(body.get("input")))[0]
     include = body.get("include")
-    if "top_logprobs" in body or isinstance(include, list) and (
+    # (null is "not given": a client that fills every field sends top_logprobs: null)
+    top_logprobs = body.get("top_logprobs")
+    if top_logprobs is not None or isinstance(include, list) and (
             "message.output_text.logprobs" in include):
         out["logprobs"] = True
-        if "top_logprobs" in body:
-            out["top_logprobs"] = body["top_logprobs"]
+        if top_logprobs is not None:
+            out["top_logprobs"] = top_logprobs
     if "max_output_tokens" in body:
         out["max_tokens"] = body["max_output_tokens"]
     if "tools" in body:
         out["tools"] = _tools(body["tools"])
     if "tool_choice" in body:
         out["tool_choice"] = _tool_choice(body["tool_choice"])
-    text_format = body.get("text", {}).get("format") if isinstance(body.get("text"), dict) else None
-    if isinstance(text_format, dict) and text_format.get("type") == "json_schema":
-        out["response_format"] = {"type": "json_schema", "json_schema": {
-            key: text_format[key] for key in ("name", "schema", "strict") if key in text_format}}
-    elif isinstance(text_format, dict) and text_format.get("type") == "json_object":
-        out["response_format"] = {"type": "json_object"}
-    elif isinstance(text_format, dict) and text_format.get("type") not in (None, "text"):
-        _fail(f"'text.format' {_shown(text_format.get('type'))} is not supported; send "
-              "\"text\", \"json_object\" or \"json_schema\".", "text.format")
+    response_format = _response_format(body.get("text"))
+    if response_format is not None:
+        out["response_format"] = response_format
+    _check_metadata(body.get("metadata"))
     if body.get("stream"):  # the usage goes into response.completed
         out["stream_options"] = {"include_usage": True}
     return out
+
+
+def _response_format(text: Any) -> dict | None:
+    """Chat's ``response_format`` for a ``text`` field, None for free text. Checked here,
+    as the response echoes ``text.format``: a shape the SDK's models cannot read would make
+    every reply unreadable to a client that validates it (OpenAI and vLLM refuse it too)."""
+    if text is None:
+        return None
+    if not isinstance(text, dict):
+        _fail("'text' must be an object such as {\"format\": {\"type\": \"text\"}}.", "text")
+    fmt = text.get("format")
+    if fmt is None:
+        return None
+    if not isinstance(fmt, dict):
+        _fail("'text.format' must be an object such as {\"type\": \"json_object\"}.",
+              "text.format")
+    kind = fmt.get("type")
+    if kind not in ("text", "json_object", "json_schema"):
+        _fail(f"'text.format' {_shown(kind)} is not supported; send \"text\", \"json_object\" "
+              "or \"json_schema\".", "text.format")
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if not isinstance(fmt.get("name"), str) or not fmt["name"]:
+        _fail("'text.format.name' is required for a json_schema format: give the schema a "
+              "name.", "text.format.name")
+    if not isinstance(fmt.get("schema"), dict):
+        _fail("'text.format.schema' must be the JSON schema object the answer fits.",
+              "text.format.schema")
+    return {"type": "json_schema", "json_schema": {
+        key: fmt[key] for key in ("name", "schema", "strict") if key in fmt}}
+
+
+def _check_metadata(metadata: Any) -> None:
+    """Metadata is ignored but echoed; OpenAI's shape (text values) keeps the echo readable."""
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict) or not all(
+            isinstance(value, str) for value in metadata.values()):
+        _fail("'metadata' must be an object whose values are strings.", "metadata")
 
 
 def _with_instructions(instructions: str | None, messages: list[dict],
@@ -244,6 +282,11 @@ def _tools(tools: Any) -> Any:
             kind = _shown(tool.get("type")) if isinstance(tool, dict) else "no object"
             _fail(f"'tools[{i}]' is {kind}; only function tools are supported (the model "
                   "calls them, the client runs them).", f"tools[{i}]")
+        if "name" not in tool and isinstance(tool.get("function"), dict):
+            # Chat's nested shape, sent here by a client built for chat completions.
+            _fail(f"'tools[{i}]' is in chat's shape ({{\"function\": {{...}}}}); a Responses "
+                  "tool is flat: {\"type\": \"function\", \"name\": ..., \"parameters\": "
+                  "...}.", f"tools[{i}]")
         function = {key: tool[key] for key in ("name", "description", "parameters", "strict")
                     if key in tool}
         out.append({"type": "function", "function": function})
@@ -257,6 +300,9 @@ def _tool_choice(choice: Any) -> Any:
     if kind == "function" and isinstance(choice.get("name"), str):
         return {"type": "function", "function": {"name": choice["name"]}}
     if kind == "allowed_tools" and choice.get("mode", "auto") in ("auto", "required"):
+        if not isinstance(choice.get("tools"), list):  # (OpenAI's shape, which is echoed)
+            _fail("'tool_choice.tools' must list the allowed tools, e.g. [{\"type\": "
+                  "\"function\", \"name\": ...}].", "tool_choice.tools")
         return choice.get("mode", "auto")  # (every tool stays offered: the prompt is the same)
     _fail(f"'tool_choice' {_shown(choice)[:60]} is not supported; send \"auto\", \"none\", "
           "{\"type\": \"allowed_tools\", \"mode\": \"auto\", ...} or {\"type\": "
@@ -337,11 +383,11 @@ class ResponseEvents:
             "instructions": body.get("instructions"),
             "max_output_tokens": body.get("max_output_tokens"), "model": request.model,
             "output": list(self.output),
-            "parallel_tool_calls": body.get("parallel_tool_calls", True),
+            "parallel_tool_calls": request.parallel_tool_calls,
             "previous_response_id": None,
             "reasoning": {"effort": None, "summary": None}, "store": False,
             "temperature": request.sampling.temperature, "top_p": request.sampling.top_p,
-            "text": {"format": _text_format(body)}, "tool_choice": body.get("tool_choice", "auto"),
+            "text": {"format": _text_format(body)}, "tool_choice": body.get("tool_choice") or "auto",
             "tools": body.get("tools") if isinstance(body.get("tools"), list) else [],
             "truncation": "disabled", "metadata": body.get("metadata") or {},
             "usage": None if self.finish_reason is None else _usage(self.usage),
