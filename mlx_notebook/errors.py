@@ -47,8 +47,9 @@ LOAD_FLAGS = {
 """``Engine`` keywords and the ``%load_model`` flag that sets each."""
 
 
-def usage_error(magic: str, exc: Exception) -> UsageError:
-    """The one-sentence ``UsageError`` for an expected failure inside ``magic``."""
+def usage_error(magic: str, exc: Exception, messages: list | None = None) -> UsageError:
+    """The one-sentence ``UsageError`` for an expected failure inside ``magic``;
+    ``messages``: the chat request's, which the advice for a prompt past the context fits."""
     if isinstance(exc, EngineDeadError):
         message = "the engine has stopped; run %load_model to start it again."
     elif isinstance(exc, EngineRequestError):
@@ -58,7 +59,7 @@ def usage_error(magic: str, exc: Exception) -> UsageError:
         if flag:
             message = message.replace(f"'{exc.param}'", flag)
         if exc.error.get("code") == "context_length_exceeded":
-            message = _context_fix(message, magic)
+            message = _context_fix(message, magic, messages)
     elif isinstance(exc, ModelStoreError):
         message = _sentence(str(exc))
     else:
@@ -71,23 +72,28 @@ def usage_error(magic: str, exc: Exception) -> UsageError:
     return error
 
 
-def _context_fix(message: str, magic: str) -> str:
+def _context_fix(message: str, magic: str, messages: list | None) -> str:
     """The engine's "shorten the conversation", as the cell can act on it: a completion has
-    no conversation; a chat session can also start afresh."""
+    no conversation; a chat session can also start afresh, unless this is its first turn
+    (then only the message, or the system prompt, can be cut)."""
     if magic == "%%complete":
         return message.replace("shorten the conversation", "shorten the cell's text")
-    if magic == "%%chat":
-        return message[:-1] + ", or start the session afresh with --new or %mlx reset."
-    return message
+    if magic != "%%chat":
+        return message
+    if messages and not any(m.get("role") == "assistant" for m in messages):
+        cut = ("the message or the --system prompt" if messages[0].get("role") == "system"
+               else "the message")
+        return message.replace("shorten the conversation", f"shorten {cut}")
+    return message[:-1] + ", or start the session afresh with --new or %mlx reset."
 
 
 @contextmanager
-def as_usage_errors(magic: str) -> Iterator[None]:
-    """Re-raise expected errors from the block as ``usage_error(magic, exc)``."""
+def as_usage_errors(magic: str, messages: list | None = None) -> Iterator[None]:
+    """Re-raise expected errors from the block as ``usage_error(magic, exc, messages)``."""
     try:
         yield
     except EXPECTED_ERRORS as exc:
-        raise usage_error(magic, exc) from exc
+        raise usage_error(magic, exc, messages) from exc
 
 
 def no_model_error(magic: str, named: list[str] = ()) -> UsageError:

@@ -886,7 +886,8 @@ class MlxMagics(Magics):
         kind = kwargs.get("kind", "chat")
         watched = watch_cache(engine, turn, view, kind=kind)  # a missed lookup's cache parting
         try:
-            with as_usage_errors(magic), self.panel.tracking(turn, watched, kind=kind) as tracked:
+            with (as_usage_errors(magic, turn.request.get("messages")),
+                  self.panel.tracking(turn, watched, kind=kind) as tracked):
                 run_turn(engine, turn, tracked, **kwargs)
         except KeyboardInterrupt:
             # Kernel › Interrupt or Ctrl-C: the turn is recorded as stopped and shown; the

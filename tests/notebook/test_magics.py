@@ -669,14 +669,24 @@ def test_system_prompt_and_config_defaults_reach_the_request(reasoner_shell, cap
 def test_a_conversation_longer_than_the_context_says_how_to_go_on(reasoner_shell, capsys):
     context = magics_of(reasoner_shell).engine.model_info.context_length
     reasoner_shell.user_ns["long_text"] = "word " * context
+    past = f"tokens is longer than the model's context length of {context} tokens; shorten "
+    # A first message: only it (or the system prompt) can be cut; starting afresh cannot help.
     result, _, err = run(reasoner_shell, "%%chat --session long\n{long_text}", capsys)
     message = str(result.error_in_exec)
     assert message.startswith("%%chat: the prompt of ") and message.endswith(
-        f"tokens is longer than the model's context length of {context} tokens; shorten the "
-        "conversation, or start the session afresh with --new or %mlx reset.")
+        past + "the message.")
     assert err == f"UsageError: {message}\n"
+    result, _, _ = run(reasoner_shell, "%%chat --session long --system 'Be brief.'\n{long_text}",
+                       capsys)
+    assert str(result.error_in_exec).endswith(past + "the message or the --system prompt.")
     _, out, _ = run(reasoner_shell, "%mlx sessions", capsys)
     assert "long: 0 turns" in out  # the rejected message did not enter the session
+    # Later in a conversation, the session's history is what grew.
+    run(reasoner_shell, "%%chat --session long --max-tokens 4\nHi.", capsys)
+    reasoner_shell.user_ns["long_text"] = "word " * (context - 40)
+    result, _, _ = run(reasoner_shell, "%%chat --session long\n{long_text}", capsys)
+    assert str(result.error_in_exec).endswith(
+        past + "the conversation, or start the session afresh with --new or %mlx reset.")
 
 
 def test_a_failed_turn_fails_the_cell_with_the_exception_it_carries(bare_shell):
