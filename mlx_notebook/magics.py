@@ -385,8 +385,9 @@ class MlxMagics(Magics):
     @argument("--new", action="store_true", default=None, help="Start the session afresh.")
     @argument_group("Tools")
     @argument("--tools", default=None, metavar="NAMES",
-              help="Comma-separated functions from the notebook to offer as tools, or 'none'; "
-                   "by default every @mlx_notebook.tool function is offered.")
+              help="Comma-separated functions from the notebook to offer as tools (obj.method "
+                   "and module.function too), or 'none'; by default every @mlx_notebook.tool "
+                   "function is offered.")
     @argument("--confirm", action="store_true", default=None,
               help="Ask yes/no before running each tool call.")
     @argument("--max-rounds", type=at_least_one, default=None, metavar="N",

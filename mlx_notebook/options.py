@@ -198,7 +198,13 @@ def tool_names(text: str | None) -> list[str] | None:
         return None
     if text.strip().lower() == "none":
         return []
-    return [name.strip() for name in text.split(",") if name.strip()]
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:  # (not silently no tools: "none" says that)
+        from .tools import ToolError  # (a cell's mistake: the magic names itself before it)
+
+        raise ToolError(f"--tools {text!r} names no function; write --tools f,g (or --tools "
+                        "none to offer no tools).")
+    return names
 
 
 def chunking_spec(text: str) -> str | int | list[int]:

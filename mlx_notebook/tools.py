@@ -695,12 +695,27 @@ def resolve_tools(names: list[str] | None, namespace: dict) -> list[Tool]:
             tools.append(_current(_registry[name], namespace))
         elif name in namespace:
             tools.append(make_tool(namespace[name], name=name))
+        elif "." in name and _attribute(name, namespace) is not None:
+            # math.sqrt, agent.search: offered under the function's own name (a tool name
+            # holds no dots)
+            tools.append(make_tool(_attribute(name, namespace)))
         else:
             raise ToolError(
                 f"There is no function named '{name}' in the notebook; define it or decorate it "
                 "with @mlx_notebook.tool."
             )
     return tools
+
+
+def _attribute(dotted: str, namespace: dict) -> Any:
+    """``a.b.c`` looked up in the notebook, or None (no code runs but attribute access)."""
+    first, *rest = dotted.split(".")
+    value = namespace.get(first)
+    for part in rest:
+        if value is None or not part.isidentifier():
+            return None
+        value = getattr(value, part, None)
+    return value
 
 
 def _current(registered: Tool, namespace: dict) -> Tool:

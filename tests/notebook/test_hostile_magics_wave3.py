@@ -107,3 +107,35 @@ def test_answer_schema_refuses_a_dict_that_is_not_json():
     with pytest.raises(ToolError, match=r"^the schema dict is not JSON \(Object of type type is "
                                         r"not JSON serializable\)$"):
         answer_schema({"type": object})
+
+
+# -- --tools NAMES -------------------------------------------------------------------------------
+
+def test_tools_that_name_nothing_fail_rather_than_offer_none(reasoner_shell, capsys):
+    for written in ("','", "''", "' , '"):
+        shown = repr(written.strip("'"))
+        fails_with(reasoner_shell, f"%%chat --tools {written} --max-tokens 4\nhi",
+                   f"%%chat: --tools {shown} names no function; write --tools f,g (or --tools "
+                   "none to offer no tools).", capsys)
+
+
+def test_a_dotted_tool_name_is_looked_up_and_offered_under_the_functions_own_name(
+        reasoner_shell, capsys):
+    reasoner_shell.run_cell(
+        "class Kit:\n"
+        "    def add(self, a: int, b: int) -> int:\n"
+        "        '''Add two numbers.'''\n"
+        "        return a + b\n"
+        "    @staticmethod\n"
+        "    def twice(x: int) -> int:\n"
+        "        '''Double a number.'''\n"
+        "        return 2 * x\n"
+        "kit = Kit()")
+    result = reasoner_shell.run_cell("%%chat --tools kit.add,Kit.twice --max-tokens 4 "
+                                     "--new --session w3-tools\nhi")
+    assert result.success, result.error_in_exec
+    offered = [t["function"]["name"] for t in result.result.request["tools"]]
+    assert offered == ["add", "twice"]
+    fails_with(reasoner_shell, "%%chat --tools kit.nope --max-tokens 4\nhi",
+               "%%chat: there is no function named 'kit.nope' in the notebook; define it or "
+               "decorate it with @mlx_notebook.tool.", capsys)
