@@ -195,6 +195,7 @@ class MlxMagics(Magics):
         self.defaults: dict[str, str] = {}
         self.subcommands = {name: getattr(self, f"_{name}") for name in SUBCOMMANDS}
         self._warned_tools_unsupported: set[tuple[str, str]] = set()
+        self._warned_think_ignored: set[str] = set()
         self._noted_no_cached_tokens: set[str] = set()  # remote servers' URLs
         # The engine panel's kernel side: JupyterLab's panel opens a comm to it.
         self.panel = EnginePanel(engine=lambda: self.engine)
@@ -463,6 +464,7 @@ class MlxMagics(Magics):
             raise
         session.add(turn, system=args.system)
         self._warn_tools_unsupported(turn)
+        self._warn_think_ignored(engine, turn, args.think)
         self._note_cached_tokens_not_reported(engine)
         return self._result(turn, args, "%%chat")
 
@@ -865,6 +867,17 @@ class MlxMagics(Magics):
             f"Warning: {turn.model}'s chat template cannot show tools, so the model never saw "
             f"{', '.join(turn.tools_offered)} and may invent an answer; use a model with tool "
             "calling, or --tools none to stop offering them."))
+
+    def _warn_think_ignored(self, engine: Any, turn: Turn, think: bool | None) -> None:
+        """Once per model: --think / --no-think set a variable its template never reads."""
+        template = getattr(getattr(engine, "tokenizer", None), "chat_template", None)
+        if think is None or not isinstance(template, str) or "enable_thinking" in template \
+                or turn.model in self._warned_think_ignored:
+            return
+        self._warned_think_ignored.add(turn.model)
+        display(reports.text(
+            f"Note: {turn.model}'s chat template does not read enable_thinking, so "
+            f"{'--think' if think else '--no-think'} changes nothing for this model."))
 
     def _engine(self, magic: str) -> Any:
         if self.engine is None:

@@ -139,3 +139,19 @@ def test_a_dotted_tool_name_is_looked_up_and_offered_under_the_functions_own_nam
     fails_with(reasoner_shell, "%%chat --tools kit.nope --max-tokens 4\nhi",
                "%%chat: there is no function named 'kit.nope' in the notebook; define it or "
                "decorate it with @mlx_notebook.tool.", capsys)
+
+
+# -- --think on a model whose template has no thinking switch ------------------------------------
+
+def test_think_on_a_model_without_the_switch_says_once_that_it_changes_nothing(
+        smollm2_shell, reasoner_shell, capsys):
+    capsys.readouterr()
+    for _ in range(2):
+        result = smollm2_shell.run_cell("%%chat --no-think --max-tokens 2 --new --session w3-think\nHi.")
+        assert result.success, result.error_in_exec
+    out = capsys.readouterr().out
+    assert out.count("chat template does not read enable_thinking, so --no-think changes "
+                     "nothing for this model.") == 1
+    # The tiny reasoner's template reads it: no note.
+    assert reasoner_shell.run_cell("%%chat --think --max-tokens 2 --new --session w3-think\nHi.").success
+    assert "enable_thinking" not in capsys.readouterr().out
