@@ -266,7 +266,8 @@ class Engine:
         if context and self.config.max_kv_size is None and len(prompt.tokens) >= context:
             raise EngineRequestError(
                 f"The prompt of {len(prompt.tokens)} tokens is longer than the model's context "
-                f"length of {context} tokens; shorten the conversation.",
+                f"length of {context} tokens; shorten the "
+                f"{'conversation' if kind == 'chat' else 'prompt'}.",
                 param="messages" if kind == "chat" else "prompt",
                 code="context_length_exceeded",
             )

@@ -77,7 +77,7 @@ def _context_fix(message: str, magic: str, messages: list | None) -> str:
     no conversation; a chat session can also start afresh, unless this is its first turn
     (then only the message, or the system prompt, can be cut)."""
     if magic == "%%complete":
-        return message.replace("shorten the conversation", "shorten the cell's text")
+        return message.replace("shorten the prompt", "shorten the cell's text")
     if magic != "%%chat":
         return message
     if messages and not any(m.get("role") == "assistant" for m in messages):

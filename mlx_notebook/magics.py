@@ -19,6 +19,8 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, argument_group, magic_arguments
 from IPython.display import display
 
+from mlx_notebook.engine import EngineError
+
 from . import reports
 from .display import plural
 from .errors import as_usage_errors, no_model_error, usage_error
@@ -870,9 +872,13 @@ class MlxMagics(Magics):
 
     def _warn_think_ignored(self, engine: Any, turn: Turn, think: bool | None) -> None:
         """Once per model: --think / --no-think set a variable its template never reads."""
-        template = getattr(getattr(engine, "tokenizer", None), "chat_template", None)
-        if think is None or not isinstance(template, str) or "enable_thinking" in template \
-                or turn.model in self._warned_think_ignored:
+        if think is None or turn.model in self._warned_think_ignored:
+            return
+        try:
+            template = getattr(engine.tokenizer, "chat_template", None)
+        except EngineError:  # a remote model tokenizes on its server: its template is unseen
+            return
+        if not isinstance(template, str) or "enable_thinking" in template:
             return
         self._warned_think_ignored.add(turn.model)
         display(reports.text(

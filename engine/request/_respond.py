@@ -6,6 +6,7 @@ is awaited) and serve a list of prompts the same way.
 
 from __future__ import annotations
 
+import re
 import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
@@ -72,13 +73,30 @@ def submit_each(engine: Any, body, prompts: list) -> list:
                                  f"{len(prompts)}; send several requests.", param="prompt")
     handles: list = []
     try:
-        for prompt in prompts:
-            handles.append(engine.submit({**body, "prompt": prompt}, kind="completion"))
+        for i, prompt in enumerate(prompts):
+            try:
+                handles.append(engine.submit({**body, "prompt": prompt}, kind="completion"))
+            except EngineRequestError as exc:
+                raise _in_the_list(exc, i) from None
     except BaseException:
         for handle in handles:
             handle.cancel()
         raise
     return handles
+
+
+def _in_the_list(error: EngineRequestError, i: int) -> EngineRequestError:
+    """A refusal of prompt ``i`` alone, naming it in the list the client sent (``prompt[1]``,
+    ``prompt[1][2]``) where it named ``prompt``."""
+    def listed(name: str) -> str:
+        return f"prompt[{i}]{name[len('prompt'):]}" if re.fullmatch(r"prompt(\[\d+\])*", name) \
+            else name
+
+    fields = error.error
+    message = re.sub(r"'(prompt[^']*)'", lambda m: f"'{listed(m[1])}'", fields["message"])
+    param = fields.get("param")
+    return EngineRequestError(message, param=listed(param) if param else param,
+                              type=fields["type"], code=fields.get("code"))
 
 
 @contextmanager

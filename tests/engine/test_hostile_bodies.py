@@ -281,6 +281,20 @@ def test_a_prompt_past_the_context_is_refused_in_one_sentence_and_nothing_else(
     assert not [r for r in caplog.records if "Token indices" in r.getMessage()]
 
 
+@pytest.mark.parametrize("prompts, param, said", [
+    ([[1, 2], [3, 2**70]], "prompt[1]", "'prompt[1]' holds the token id 1180591620717411303424"),
+    (["Hi.", "word " * 3000], "prompt[1]",
+     "The prompt of 9001 tokens is longer than the model's context length of 2048 tokens; "
+     "shorten the prompt."),
+])
+def test_a_bad_prompt_in_a_list_is_named_by_its_place_in_the_list(tiny_engine, prompts, param,
+                                                                   said):
+    with pytest.raises(EngineRequestError) as refused:
+        tiny_engine.completions({"prompt": prompts, "max_tokens": 1})
+    assert refused.value.param == param
+    assert refused.value.error["message"].startswith(said)
+
+
 def test_non_finite_log_probabilities_are_reported_as_openais_floor():
     # What reaches a logprobs field when a step's logits overflowed: never NaN or Infinity.
     from mlx_notebook.engine.request._reply_stream import LOGPROB_FLOOR, _finite
