@@ -34,7 +34,10 @@ def unload_ipython_extension(ipython) -> None:
     magics = ipython.magics_manager.registry.pop(MlxMagics.__name__, None)
     if magics is None:
         return
+    closed = magics.closing_summary()
     magics.close()
+    if closed:  # (%reload_ext too: what the reload dropped is said, not found out later)
+        print(f"mlx_notebook unloaded: {closed}; %load_model starts again.")
     for kind, names in ipython.magics_manager.magics.items():
         for name in magics.magics.get(kind, {}):  # the names @magics_class registered
             if names.get(name) is not None and getattr(names[name], "__self__", None) is magics:

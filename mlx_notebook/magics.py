@@ -213,6 +213,21 @@ class MlxMagics(Magics):
         while self.named_engines:
             self.named_engines.popitem()[1].close()
 
+    def closing_summary(self) -> str:
+        """What ``close`` drops, in a clause ("closed tiny-reasoner and 'b', stopped the
+        listener at URL, dropped 2 chat sessions"); "" when there is nothing."""
+        said = []
+        models = ([reports.model_name(self.engine)] if self.engine is not None else []) + [
+            repr(name) for name in self.named_engines]
+        if models:
+            said.append(f"closed {' and '.join(models)}")
+        if self.listener is not None:
+            said.append(f"stopped the listener at {self.listener.url}")
+        talked = [s for s in self.sessions if s.turns]
+        if talked:
+            said.append(f"dropped {plural(len(talked), 'chat session')}")
+        return ", ".join(said)
+
     def _close_engine(self) -> None:
         if self.engine is not None:
             engine, self.engine = self.engine, None
