@@ -159,22 +159,18 @@ def test_think_on_a_model_without_the_switch_says_once_that_it_changes_nothing(
 
 # -- %reload_ext / %unload_ext -------------------------------------------------------------------
 
-def test_reloading_the_extension_says_what_it_closed_and_dropped(tiny_reasoner_path, capsys):
-    from conftest import _shell
-
-    shell = _shell()
-    try:
-        assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
-        assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress --name b").success
-        assert shell.run_cell("%%chat --max-tokens 2 --session one\nHi.").success
-        assert shell.run_cell("%%chat --max-tokens 2 --session two\nHi.").success
-        capsys.readouterr()
-        shell.run_line_magic("reload_ext", "mlx_notebook")
-        out = capsys.readouterr().out
-        assert out.startswith("mlx_notebook unloaded: closed tiny-reasoner")
-        assert out.endswith(" and 'b', dropped 2 chat sessions; %load_model starts again.\n")
-        capsys.readouterr()
-        shell.run_line_magic("unload_ext", "mlx_notebook")  # nothing loaded: nothing said
-        assert capsys.readouterr().out == ""
-    finally:
-        shell.run_line_magic("unload_ext", "mlx_notebook")
+def test_reloading_the_extension_says_what_it_closed_and_dropped(bare_shell, tiny_reasoner_path,
+                                                                 capsys):
+    shell = bare_shell
+    assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
+    assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress --name b").success
+    assert shell.run_cell("%%chat --max-tokens 2 --session one\nHi.").success
+    assert shell.run_cell("%%chat --max-tokens 2 --session two\nHi.").success
+    capsys.readouterr()
+    shell.run_line_magic("reload_ext", "mlx_notebook")
+    out = capsys.readouterr().out
+    assert out.startswith("mlx_notebook unloaded: closed tiny-reasoner")
+    assert out.endswith(" and 'b', dropped 2 chat sessions; %load_model starts again.\n")
+    capsys.readouterr()
+    shell.run_line_magic("unload_ext", "mlx_notebook")  # nothing loaded: nothing said
+    assert capsys.readouterr().out == ""
