@@ -234,10 +234,9 @@ def test_sides_without_tokens_are_compared_by_their_text_never_called_the_same()
     assert compare_turns(sides, ["a", "b"]).diverges_at is None
 
 
-@pytest.mark.model
-def test_an_interrupt_while_the_sides_start_stops_both(smollm2_engine, monkeypatch):
-    """Ctrl-C may land before a side has sent its request (a long prompt renders meanwhile):
-    no side goes on generating unseen after the cell has stopped."""
+def _compare_interrupted_after_start(engine, monkeypatch) -> list[Turn]:
+    """Run a comparison whose caller gets Ctrl-C right after the sides are started (before
+    it waits for them); the sides, once ``run_comparison`` has raised KeyboardInterrupt."""
     import ctypes
 
     from mlx_notebook import compare as compare_module
@@ -257,7 +256,15 @@ def test_an_interrupt_while_the_sides_start_stops_both(smollm2_engine, monkeypat
             "max_tokens": 400}
     sides = [Turn(model="m", session="s", request={**body, "temperature": t}) for t in (0, 1)]
     with pytest.raises(KeyboardInterrupt):
-        compare_module.run_comparison(smollm2_engine, sides, ["a", "b"], None)
+        compare_module.run_comparison(engine, sides, ["a", "b"], None)
+    return sides
+
+
+@pytest.mark.model
+def test_an_interrupt_while_the_sides_start_stops_both(smollm2_engine, monkeypatch):
+    """Ctrl-C may land before a side has sent its request (a long prompt renders meanwhile):
+    no side goes on generating unseen after the cell has stopped."""
+    sides = _compare_interrupted_after_start(smollm2_engine, monkeypatch)
     assert all(side.interrupted for side in sides)
     assert all(side.usage.completion_tokens < 400 for side in sides)
     assert smollm2_engine.active_requests == 0
@@ -269,26 +276,7 @@ def test_an_interrupt_waits_for_both_sides_even_where_join_would_not(smollm2_eng
     thread as stopped, so a later join returns at once (the CI flake of
     test_an_interrupted_compare_says_where_both_sides_are): here every join returns at once,
     and both sides must still be complete and stopped when the interrupt is raised again."""
-    import ctypes
-
-    from mlx_notebook import compare as compare_module
-
     monkeypatch.setattr(threading.Thread, "join", lambda self, timeout=None: None)
-    main = threading.main_thread().ident
-    start = compare_module._start_together
-
-    def start_then_interrupt(engines, threads):
-        start(engines, threads)
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main),
-                                                   ctypes.py_object(KeyboardInterrupt))
-        for _ in range(1000):
-            pass
-
-    monkeypatch.setattr(compare_module, "_start_together", start_then_interrupt)
-    body = {"messages": [{"role": "user", "content": "Tell me a long story about a robot."}],
-            "max_tokens": 400}
-    sides = [Turn(model="m", session="s", request={**body, "temperature": t}) for t in (0, 1)]
-    with pytest.raises(KeyboardInterrupt):
-        compare_module.run_comparison(smollm2_engine, sides, ["a", "b"], None)
+    sides = _compare_interrupted_after_start(smollm2_engine, monkeypatch)
     assert [side.finish_reason for side in sides] == ["stopped", "stopped"]
     assert smollm2_engine.active_requests == 0
