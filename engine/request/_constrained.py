@@ -127,7 +127,8 @@ class GrammarConstraint:
         self.matcher = matcher
         self.think = think
         self.ends = ends
-        self._ends_mask: mx.array | None = None
+        self._masks: tuple[mx.array, mx.array] | None = None
+        """(the ends, the end-of-reasoning marker) over the vocabulary, made once."""
         self.reasoning = bool(think) and open_at_start
         self._first_length: int | None = None
         self._seen = 0
@@ -154,14 +155,14 @@ class GrammarConstraint:
         """The reply may not end inside its reasoning (it would end with no answer, or no
         call): the end of the turn's score goes to the end-of-reasoning marker instead."""
         vocab = logits.shape[-1]
-        if self._ends_mask is None or self._ends_mask.shape[0] != vocab:
+        if self._masks is None or self._masks[0].shape[0] != vocab:
             mask = np.zeros(vocab, dtype=bool)
             mask[[e for e in self.ends if e < vocab]] = True
-            self._ends_mask = mx.array(mask)
+            self._masks = mx.array(mask), mx.arange(vocab) == self.think[1]
+        ends, close = self._masks
         low = mx.array(-mx.inf, logits.dtype)
-        end = mx.max(mx.where(self._ends_mask, logits, low), axis=-1, keepdims=True)
-        close = mx.arange(vocab) == self.think[1]
-        return mx.where(self._ends_mask, low, mx.where(close, mx.maximum(logits, end), logits))
+        end = mx.max(mx.where(ends, logits, low), axis=-1, keepdims=True)
+        return mx.where(ends, low, mx.where(close, mx.maximum(logits, end), logits))
 
     def _advance(self, token: int) -> None:
         if self.reasoning:
@@ -187,8 +188,8 @@ _FORCEABLE = ("qwen3",)
 
 def tool_call_grammar(tokenizer: Any, request: Any) -> str:
     """The grammar of the calls ``request.forced_call`` asks for, in the model's own markup:
-    one or more ``<tool_call>`` blocks (one without ``parallel_tool_calls``), each naming one of the tools with arguments that fit
-    its parameters. Raises ``EngineRequestError`` (``tool_choice``) for a model whose markup
+    one or more ``<tool_call>`` blocks (one without ``parallel_tool_calls``), each naming one
+    of the tools with arguments that fit its parameters. Raises ``EngineRequestError`` (``tool_choice``) for a model whose markup
     it cannot write, or parameters the compiler refuses."""
     from ..parsing import family_for_tokenizer
 

@@ -377,9 +377,9 @@ class Scheduler:
         p = request.penalties
         return (alone and self._single_ok and self.idle and p.repetition_penalty == 0
                 and p.presence_penalty == 0 and p.frequency_penalty == 0
-                # The think budget and the JSON format count tokens from their context: one
-                # processor must see the whole reply, and the single stream may hand a
-                # request to the batch.
+                # The think budget and the grammar (JSON, a forced call) count tokens from
+                # their context: one processor must see the whole reply, and the single
+                # stream may hand a request to the batch.
                 and request.thinking_token_budget is None and request.response_format is None
                 and request.forced_call is None)
 
