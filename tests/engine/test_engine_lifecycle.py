@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -238,6 +239,21 @@ def test_engines_loaded_one_after_another_leave_no_os_thread_behind_and_exit_is_
     assert lines["two at once"] == "True True"  # two engines alive: two threads, each its reply
     assert lines["engine threads running"] == "0"
 
+
+
+@pytest.mark.parametrize("chosen, seen", [(None, "0"), ("1", "1")])
+def test_importing_the_engine_turns_off_mlxs_cache_thrashing_raise_unless_the_user_chose(
+        chosen, seen):
+    # On CUDA, mlx raises mid-evaluation once its kernel caches have missed twice their size
+    # over the process's life: hours of distinct prompt lengths in a kernel would kill the engine
+    env = {k: v for k, v in os.environ.items()
+           if k != "MLX_ENABLE_CACHE_THRASHING_CHECK"}
+    if chosen is not None:
+        env["MLX_ENABLE_CACHE_THRASHING_CHECK"] = chosen
+    code = "import os, mlx_notebook.engine; print(os.environ['MLX_ENABLE_CACHE_THRASHING_CHECK'])"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.strip() == seen
 
 def test_a_request_joining_mid_reply_moves_the_first_onto_the_batch_without_a_seam(
         tiny_engine, script_body, scripts):
