@@ -352,6 +352,12 @@ class MlxMagics(Magics):
             # was freed for room: say so, and how to get it back.
             raise UsageError(f"{exc} The model loaded before was unloaded to make room; "
                              f"{reload} loads it again.") from exc.__cause__
+        except KeyboardInterrupt:
+            # Ctrl-C on a slow load: the old model is gone too, which a later cell's "no
+            # model is loaded" would be the first to say.
+            raise KeyboardInterrupt("%load_model stopped; no model is loaded" + (
+                "" if reload is None else f" (the one before was unloaded to make room; "
+                f"{reload} loads it again)") + ".") from None
         if self.listener is not None:
             self.listener.engine = self.engine
         display(reports.model_summary(self.engine.model_info))
@@ -929,6 +935,8 @@ class MlxMagics(Magics):
             # cell still fails, as IPython's convention wants, so Run All stops here.
             if view is not None:
                 view.finish(turn)
+            else:  # --no-stream shows the turn once it ends, and a stopped one has ended
+                display(turn)
             self.shell.displayhook.update_user_ns(turn)
             if kind != "chat":  # a completion belongs to no session
                 raise KeyboardInterrupt(f"{magic} stopped; the partial text is in _.") from None
@@ -1021,8 +1029,16 @@ class MlxMagics(Magics):
         branch = prepare_branch(engine, turn, at, token, max_tokens=max_tokens)
         display(branch_note(branch.branched_from), raw=True)
         view = self._view(branch)
-        with as_usage_errors("turn.branch"):
-            run_turn(engine, branch, watch_cache(engine, branch, view, kind="completion"), kind="completion")
+        try:
+            with as_usage_errors("turn.branch"):
+                run_turn(engine, branch, watch_cache(engine, branch, view, kind="completion"),
+                         kind="completion")
+        except KeyboardInterrupt:
+            # As an interrupted %%chat: the card ends "stopped" (not streaming forever) and
+            # the partial branch is kept, since the assignment it was called in never happens.
+            view.finish(branch)
+            self.shell.displayhook.update_user_ns(branch)
+            raise KeyboardInterrupt("turn.branch stopped; the partial branch is in _.") from None
         view.finish(branch)
         if branch.exception is not None:
             raise usage_error("turn.branch", branch.exception)
