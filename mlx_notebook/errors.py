@@ -76,10 +76,12 @@ def _context_fix(message: str, magic: str, messages: list | None) -> str:
     """The engine's "shorten the conversation", as the cell can act on it: a completion has
     no conversation; a chat session can also start afresh, unless this is its first turn
     (then only the message, or the system prompt, can be cut)."""
+    # A prompt refused by its length in characters, before it is tokenized, says "shorten it".
     if magic == "%%complete":
-        return message.replace("shorten the prompt", "shorten the cell's text")
+        return re.sub(r"shorten (the prompt|it)\.$", "shorten the cell's text.", message)
     if magic != "%%chat":
         return message
+    message = re.sub(r"shorten it\.$", "shorten the conversation.", message)
     if messages and not any(m.get("role") == "assistant" for m in messages):
         cut = ("the message or the --system prompt" if messages[0].get("role") == "system"
                else "the message")

@@ -1,5 +1,6 @@
 """The magics given a fourth round of what a demanding notebook user does: Ctrl-C where no
-earlier round pressed it (in a branch, under --no-stream, while a model loads)."""
+earlier round pressed it (in a branch, under --no-stream, while a model loads), and a cell far past
+the context."""
 
 from __future__ import annotations
 
@@ -99,3 +100,26 @@ def test_an_interrupted_load_says_the_model_before_was_unloaded_and_how_to_reloa
     monkeypatch.undo()
     assert bare_shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
     assert bare_shell.run_cell("%%chat --max-tokens 2\nHi.").success
+
+
+# -- a cell far past the context, refused by its characters before tokenizing -------------------
+
+LONG = "word " * 20_000  # 100,000 characters: past the tiny reasoner's 2,048 tokens at any rate
+
+
+def _refusal(shell, source: str) -> str:
+    result = shell.run_cell(source)
+    return str(result.error_in_exec)
+
+
+@pytest.mark.model
+def test_a_cell_refused_by_its_characters_gets_the_same_advice_as_one_refused_by_its_tokens(
+        reasoner_shell):
+    reasoner_shell.user_ns["w4_long"] = LONG
+    assert _refusal(reasoner_shell, "%%complete\n{w4_long}").endswith(
+        "longer than the model's context length of 2048 tokens; shorten the cell's text.")
+    assert _refusal(reasoner_shell, "%%chat --new --session w4-long\n{w4_long}").endswith(
+        "longer than the model's context length of 2048 tokens; shorten the message.")
+    assert reasoner_shell.run_cell("%%chat --session w4-long --max-tokens 2\nHi.").success
+    assert _refusal(reasoner_shell, "%%chat --session w4-long\n{w4_long}").endswith(
+        "shorten the conversation, or start the session afresh with --new or %mlx reset.")
