@@ -538,7 +538,12 @@ class MlxMagics(Magics):
     @line_magic
     def mlx(self, line: str = ""):
         """Inspect and manage the engine and sessions: %mlx SUBCOMMAND [options]."""
-        name, _, rest = line.strip().partition(" ")
+        name, rest = (line.split(None, 1) + ["", ""])[:2]  # any whitespace, a pasted tab too
+        # -h and --help ask for help as they do on a command line, not for a subcommand.
+        if name in ("-h", "--help"):
+            name, rest = "help", ""
+        elif name in self.subcommands and {"-h", "--help"} & set(rest.split()):
+            name, rest = "help", name
         handler = self.subcommands.get(name or "help")
         if handler is None:
             raise UsageError(

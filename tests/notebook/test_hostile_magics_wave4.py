@@ -1,6 +1,6 @@
 """The magics given a fourth round of what a demanding notebook user does: Ctrl-C where no
-earlier round pressed it (in a branch, under --no-stream, while a model loads), and a cell far past
-the context."""
+earlier round pressed it (in a branch, under --no-stream, while a model loads), a cell far past
+the context, and %mlx asked for help the way a command line asks."""
 
 from __future__ import annotations
 
@@ -123,3 +123,24 @@ def test_a_cell_refused_by_its_characters_gets_the_same_advice_as_one_refused_by
     assert reasoner_shell.run_cell("%%chat --session w4-long --max-tokens 2\nHi.").success
     assert _refusal(reasoner_shell, "%%chat --session w4-long\n{w4_long}").endswith(
         "shorten the conversation, or start the session afresh with --new or %mlx reset.")
+
+
+# -- %mlx asked for help as a command line is ---------------------------------------------------
+
+@pytest.mark.parametrize("written, meant", [
+    ("%mlx --help", "%mlx help"),
+    ("%mlx -h", "%mlx help"),
+    ("%mlx status --help", "%mlx help status"),
+    ("%mlx config -h", "%mlx help config"),
+    ("%mlx trace x --family qwen3 --help", "%mlx help trace"),
+])
+def test_help_flags_on_mlx_show_the_help(bare_shell, capsys, written, meant):
+    result, out = run(bare_shell, written, capsys)
+    assert result.success, result.error_in_exec
+    assert out == run(bare_shell, meant, capsys)[1]
+
+
+def test_a_subcommand_and_its_options_may_be_parted_by_a_tab(bare_shell, capsys):
+    result, out = run(bare_shell, "%mlx status\t--json", capsys)
+    assert result.success, result.error_in_exec
+    assert out.startswith('{\n "version": 1,')
