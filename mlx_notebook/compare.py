@@ -100,6 +100,10 @@ class Comparison:
         turn = self.sides[side]
         if self._session is None:
             raise ValueError("This comparison has no session to add the turn to.")
+        if self._session.dropped:  # the extension was unloaded: no cell continues it either
+            raise ValueError(f"Session '{self._session.name}' was dropped when the extension "
+                             "was unloaded (%reload_ext) after this comparison, so there is "
+                             "nothing to continue.")
         if self._session.replaced:  # it would join a conversation no cell continues
             raise ValueError(f"Session '{self._session.name}' was started anew (%%chat --new) "
                              "after this comparison; its turns are gone, so there is nothing "

@@ -212,6 +212,9 @@ class MlxMagics(Magics):
         self._close_engine()
         while self.named_engines:
             self.named_engines.popitem()[1].close()
+        # Marked dropped: a comparison made before (%reload_ext) cannot choose a side into a
+        # conversation no cell continues.
+        self.sessions.clear()
 
     def closing_summary(self) -> str:
         """What ``close`` drops, in a clause ("closed tiny-reasoner and 'b', stopped the

@@ -29,7 +29,9 @@ class Session:
     system: str | None = None
     turns: list[Turn] = field(default_factory=list)
     replaced: bool = False
-    """Whether ``%%chat --new`` (or clearing the kernel's sessions) started another in its place."""
+    """Whether ``%%chat --new`` started another in its place."""
+    dropped: bool = False
+    """Whether unloading the extension (``%reload_ext``) dropped it with every other session."""
 
     def history(self, *, system: str | None = None) -> list[dict]:
         """The messages the next request starts with: system prompt, then kept turns.
@@ -91,7 +93,7 @@ class SessionStore:
 
     def clear(self) -> None:
         for session in self._sessions.values():
-            session.replaced = True
+            session.dropped = True
         self._sessions.clear()
 
     def __iter__(self):

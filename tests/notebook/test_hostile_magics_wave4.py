@@ -1,6 +1,6 @@
 """The magics given a fourth round of what a demanding notebook user does: Ctrl-C where no
 earlier round pressed it (in a branch, under --no-stream, while a model loads), a cell far past
-the context, and %mlx asked for help the way a command line asks."""
+the context, %mlx asked for help the way a command line asks, and %reload_ext mid-session."""
 
 from __future__ import annotations
 
@@ -144,3 +144,21 @@ def test_a_subcommand_and_its_options_may_be_parted_by_a_tab(bare_shell, capsys)
     result, out = run(bare_shell, "%mlx status\t--json", capsys)
     assert result.success, result.error_in_exec
     assert out.startswith('{\n "version": 1,')
+
+
+# -- %reload_ext mid-session: a comparison from before cannot choose into a dropped session ------
+
+@pytest.mark.model
+def test_a_comparison_from_before_a_reload_cannot_join_the_dropped_session(
+        bare_shell, tiny_reasoner_path, capsys):
+    assert bare_shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
+    result, _ = run(bare_shell, "%%chat --session w4-cmp --compare temperature=0 'temperature=1 "
+                                "seed=0' --max-tokens 3\nHi.", capsys)
+    assert result.success, result.error_in_exec
+    comparison = result.result
+    bare_shell.run_line_magic("reload_ext", "mlx_notebook")
+    with pytest.raises(ValueError) as error:  # it said nothing, and no later cell sent the side
+        comparison.choose(0)
+    assert str(error.value) == ("Session 'w4-cmp' was dropped when the extension was unloaded "
+                                "(%reload_ext) after this comparison, so there is nothing to "
+                                "continue.")
