@@ -289,12 +289,13 @@ def _logit_bias(body, vocab_size: int | None) -> tuple[tuple[int, float], ...] |
         return None
     if not isinstance(bias, Mapping):
         _fail("'logit_bias' must be an object mapping token ids to biases.", "logit_bias")
-    out, outside = [], []
+    out, outside, unread = [], [], []
     for key, value in bias.items():
         # An out-of-range id writes outside the logits (a crash, not an error): check each.
         if isinstance(key, bool) or not (
                 isinstance(key, int) or isinstance(key, str) and _BIAS_KEY.fullmatch(key)):
-            _fail(f"'logit_bias' keys must be integer token ids, got {_shown(key)}.", "logit_bias")
+            unread.append(key)
+            continue
         token = int(key)
         if token < 0 or (vocab_size is not None and token >= vocab_size):
             outside.append(key)
@@ -304,12 +305,20 @@ def _logit_bias(body, vocab_size: int | None) -> tuple[tuple[int, float], ...] |
             _fail(f"'logit_bias' values must be numbers between -100 and 100, got "
                   f"{_shown(value)} for token {token}.", "logit_bias")
         out.append((token, float(value)))
-    if outside:  # every one named, so that one answer says all that must change
-        named = ", ".join(_shown(k) for k in outside[:10]) + (", ..." if len(outside) > 10 else "")
-        _fail(f"'logit_bias' token id{'s' if len(outside) > 1 else ''} {named} "
+    # Every one named, so that one answer says all that must change.
+    if unread:
+        _fail(f"'logit_bias' keys must be integer token ids, got {_listed(unread)}.",
+              "logit_bias")
+    if outside:
+        _fail(f"'logit_bias' token id{'s' if len(outside) > 1 else ''} {_listed(outside)} "
               f"{'are' if len(outside) > 1 else 'is'} {_out_of_vocabulary(vocab_size)}",
               "logit_bias")
     return tuple(out) or None
+
+
+def _listed(keys: list) -> str:
+    """``keys`` as an error message names them, the first ten."""
+    return ", ".join(_shown(k) for k in keys[:10]) + (", ..." if len(keys) > 10 else "")
 
 
 def _out_of_vocabulary(vocab_size: int | None) -> str:

@@ -22,6 +22,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -338,6 +339,8 @@ class CompletionsHandler(_Base):
         self.decoder: Any = None
         """A zlib decompressor for a gzip or deflate body (``Content-Encoding``)."""
         self.window = 0
+        self.body_read = False
+        """Whether the whole body has come (``post`` runs)."""
 
     async def prepare(self) -> None:
         # Runs after the headers, before the body is read: refuse early, read nothing more.
@@ -375,6 +378,14 @@ class CompletionsHandler(_Base):
         await self._refuse(413, f"The request body{unpacked} is over the listener's limit of "
                                 f"{limit} bytes; send a shorter conversation.",
                            code="request_too_large")
+
+    def fail(self, status: int, message: str, **kwargs: Any):
+        if not self.body_read:
+            # Answered before its body is read (a wrong token, a body too large), after which
+            # tornado closes the connection: the answer says so, or a client that reuses the
+            # connection for its next request finds it reset.
+            self.set_header("Connection", "close")
+        return super().fail(status, message, **kwargs)
 
     async def _refuse(self, status: int, message: str, code: str | None = None) -> None:
         self.set_header("Connection", "close")
@@ -427,17 +438,28 @@ class CompletionsHandler(_Base):
         self._client_gone()
 
     async def post(self) -> None:
+        self.body_read = True
         if self.decoder is not None and not self.decoder.eof:
             await self._refuse_encoding()
             return
+        odd: list[str] = []  # NaN, Infinity or 1e999 as sent: Python's json reads them
         try:
-            body = json.loads(b"".join(self.parts) or b"null")
+            body = json.loads(b"".join(self.parts) or b"null",
+                              parse_constant=functools.partial(_odd_number, odd),
+                              parse_float=functools.partial(_odd_number, odd))
         except (ValueError, RecursionError) as exc:  # bad bytes or syntax, a 5,000-digit number
             self.fail(400, f"The request body is not valid JSON ({json_failure(exc)}); send a "
                            "JSON object.")
             return
         if not isinstance(body, dict):
             self.fail(400, "The request body must be a JSON object.")
+            return
+        if odd:
+            # No JSON parser but Python's reads them, and a reply echoes parts of the body (a
+            # Responses reply its tools' schemas): refused, as OpenAI refuses such a body.
+            where = _non_finite_at(body)
+            self.fail(400, f"'{_cut(where)}' is {odd[0]}, which is no JSON number; send a "
+                           "finite number.", param=where)
             return
         engine = self.engine()
         if engine is None:
@@ -709,6 +731,30 @@ def _loopback_name(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def _odd_number(odd: list[str], text: str) -> float:
+    """``text`` (a JSON float, or NaN, Infinity, -Infinity) as a float; ``odd`` gets the text
+    of one that is not finite."""
+    value = float(text)
+    if not math.isfinite(value):
+        odd.append(text)
+    return value
+
+
+def _non_finite_at(body: dict) -> str:
+    """Where in ``body`` its first non-finite number is, as a field path
+    (``tools[0].parameters.maximum``)."""
+    stack: list[tuple[Any, str]] = [(body, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return path
+        if isinstance(value, dict):
+            stack.extend((v, f"{path}.{k}" if path else k) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in reversed(list(enumerate(value))))
+    return "body"
 
 
 def _engine_error(exc: Exception) -> EngineError:
