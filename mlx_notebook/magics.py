@@ -332,9 +332,11 @@ class MlxMagics(Magics):
                 fused_first_token=args.fused_first_token,
             )
         if args.name is not None:  # beside the default; a model of that name is freed first
+            reload = _reload_line(self.named_engines.get(args.name))
             self._close_named(args.name)
-            with as_usage_errors("%load_model"):
-                engine = self.named_engines[args.name] = Engine(config=config)
+            engine = self.named_engines[args.name] = _start(
+                Engine, config, reload and f"{reload} --name {shlex.quote(args.name)}",
+                f"as '{args.name}'")
             display(reports.model_summary(engine.model_info))
             display(reports.text(f"Loaded as '{args.name}': %%chat --compare model=default "
                                  f"model={args.name} compares it with the default model."))
@@ -345,22 +347,7 @@ class MlxMagics(Magics):
             self.listener.engine = None
         reload = _reload_line(self.engine)
         self._close_engine()
-        try:
-            with as_usage_errors("%load_model"):
-                self.engine = Engine(config=config)
-        except UsageError as exc:
-            if reload is None:
-                raise
-            # What only loading shows (a tensor of the wrong shape) comes after the old model
-            # was freed for room: say so, and how to get it back.
-            raise UsageError(f"{exc} The model loaded before was unloaded to make room; "
-                             f"{reload} loads it again.") from exc.__cause__
-        except KeyboardInterrupt:
-            # Ctrl-C on a slow load: the old model is gone too, which a later cell's "no
-            # model is loaded" would be the first to say.
-            raise KeyboardInterrupt("%load_model stopped; no model is loaded" + (
-                "" if reload is None else f" (the one before was unloaded to make room; "
-                f"{reload} loads it again)") + ".") from None
+        self.engine = _start(Engine, config, reload, "")
         if self.listener is not None:
             self.listener.engine = self.engine
         display(reports.model_summary(self.engine.model_info))
@@ -1091,6 +1078,26 @@ class MlxMagics(Magics):
 
         self.shell.events.register("post_run_cell", shown)
         return turn
+
+
+def _start(engine_class: type, config: Any, reload: str | None, where: str) -> Any:
+    """Load ``config``'s model, after the one it replaces (``reload`` loads that one again;
+    None: there was none) was freed for room. A failure only loading shows (a tensor of the
+    wrong shape), or Ctrl-C on a slow load, says that model is gone too and how to get it back:
+    otherwise a later cell's "no model is loaded" would be the first to say."""
+    where = f" {where}" if where else ""
+    try:
+        with as_usage_errors("%load_model"):
+            return engine_class(config=config)
+    except UsageError as exc:
+        if reload is None:
+            raise
+        raise UsageError(f"{exc} The model loaded{where} before was unloaded to make room; "
+                         f"{reload} loads it again.") from exc.__cause__
+    except KeyboardInterrupt:
+        gone = (f" (the one before was unloaded to make room; {reload} loads it again)"
+                if reload else "")
+        raise KeyboardInterrupt(f"%load_model stopped; no model is loaded{where}{gone}.") from None
 
 
 def _reload_line(engine: Any) -> str | None:

@@ -102,6 +102,38 @@ def test_an_interrupted_load_says_the_model_before_was_unloaded_and_how_to_reloa
     assert bare_shell.run_cell("%%chat --max-tokens 2\nHi.").success
 
 
+@pytest.mark.model
+def test_a_named_model_replaced_by_a_load_that_fails_or_is_interrupted_says_it_is_gone(
+        bare_shell, tiny_reasoner_path, monkeypatch, capsys):
+    import mlx_notebook.engine
+
+    assert bare_shell.run_cell(f"%load_model {tiny_reasoner_path} --name b2 "
+                               "--no-progress").success
+    again = f"%load_model {tiny_reasoner_path} --name b2"
+    # (a default --max-tokens past the context is only known once the model has loaded)
+    result, _ = run(bare_shell, f"%load_model {tiny_reasoner_path} --name b2 --max-tokens 99999 "
+                                "--no-progress", capsys)
+    assert str(result.error_in_exec).endswith(
+        f" The model loaded as 'b2' before was unloaded to make room; {again} loads it again.")
+
+    assert bare_shell.run_cell(f"%load_model {tiny_reasoner_path} --name b2 "
+                               "--no-progress").success
+
+    def ctrl_c_while_loading(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mlx_notebook.engine, "Engine", ctrl_c_while_loading)
+    result, _ = run(bare_shell, "%load_model smollm2-135m-instruct --name b2 --no-progress",
+                    capsys)
+    assert type(result.error_in_exec) is KeyboardInterrupt
+    assert str(result.error_in_exec) == (
+        "%load_model stopped; no model is loaded as 'b2' (the one before was unloaded to make "
+        f"room; {again} loads it again).")
+    monkeypatch.undo()
+    result, out = run(bare_shell, "%mlx status", capsys)
+    assert "b2" not in out  # the name is free, not held by a half-made engine
+
+
 # -- a cell far past the context, refused by its characters before tokenizing -------------------
 
 LONG = "word " * 20_000  # 100,000 characters: past the tiny reasoner's 2,048 tokens at any rate
