@@ -29,6 +29,7 @@ _FIELD = re.compile(
     r"(?P<name>[^\W\d]\w*)(?P<attrs>(?:\.[^\W\d]\w*)*)(?:!(?P<conv>[rsa]))?(?::(?P<spec>.*))?",
     re.DOTALL,
 )
+_INDEXED = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*\s*[\[(]")
 _CONVERSIONS = {"r": repr, "s": str, "a": ascii}
 
 
@@ -55,6 +56,15 @@ def interpolate(text: str, namespace: Mapping[str, Any], *, magic: str = "%%chat
 
 def _render(field: str, namespace: Mapping[str, Any], text: str, offset: int, magic: str) -> str:
     parsed = _FIELD.fullmatch(field.strip())
+    if parsed is None and _INDEXED.match(field.strip()):
+        # str.format would index ({items[0]}) and jupyter-ai evaluates; here a placeholder is
+        # only a name, so say what to do instead of "not a variable name".
+        raise UsageError(
+            f"{magic}: '{{{field}}}' at {_where(text, offset)} indexes or calls, and a "
+            f"placeholder is a name with .attributes only; set a variable to it in a cell "
+            f"before and write {{that name}}, write '{{{{' and '}}}}' for literal braces, or "
+            f"use --no-interpolate."
+        )
     if parsed is None:
         raise UsageError(
             f"{magic}: '{{{field}}}' at {_where(text, offset)} is not a variable name; write "

@@ -43,6 +43,14 @@ def test_interpolation_replaces_names_once(text, namespace, expected):
                          "brace, or use --no-interpolate."),
         ("{}", "%%chat: '{}' at line 1, column 1 is not a variable name; write '{{' and '}}' "
                "for literal braces, or use --no-interpolate."),
+        ("Top: {items[0]}", "%%chat: '{items[0]}' at line 1, column 6 indexes or calls, and a "
+                            "placeholder is a name with .attributes only; set a variable to it "
+                            "in a cell before and write {that name}, write '{{' and '}}' for "
+                            "literal braces, or use --no-interpolate."),
+        ("{d.get('k')}", "%%chat: '{d.get('k')}' at line 1, column 1 indexes or calls, and a "
+                         "placeholder is a name with .attributes only; set a variable to it in "
+                         "a cell before and write {that name}, write '{{' and '}}' for literal "
+                         "braces, or use --no-interpolate."),
         ("{x.missing}", "%%chat: '{x.missing}' failed: int object has no attribute 'missing'."),
         ("{x:q}", "%%chat: '{x:q}' could not be formatted: Unknown format code 'q' for object of type 'int'."),
     ],
