@@ -812,6 +812,8 @@ class MlxMagics(Magics):
     def _tools(self, line: str):
         """The tools every %%chat offers (registered with @mlx_notebook.tool), or remove some."""
         args = _parse(self._tools, line, "%mlx tools")
+        if args.clear and args.remove:  # (--clear would remove every tool, --remove named too)
+            raise UsageError("%mlx tools: give --clear (every tool) or --remove NAME ..., not both.")
         if args.clear:
             removed = unregister_tools(None)
             display(reports.text(f"Removed {plural(len(removed), 'tool')}: {', '.join(removed) or 'none'}."))

@@ -315,7 +315,8 @@ def option_set(text: str) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         dest = names.get(key.strip().replace("-", "_"))
         if not sep or dest is None:
-            known = ", ".join(sorted(set(names) - {"temp"}))
+            # (model= is read by compare_side, the one caller, before the rest comes here)
+            known = ", ".join(sorted(set(names) - {"temp"} | {"model"}))
             raise argparse.ArgumentTypeError(
                 f"'{item}' is not an option setting; write KEY=VALUE with KEY one of {known}")
         try:

@@ -169,6 +169,9 @@ def test_mlx_tools_lists_and_removes_registered_tools(bare_shell, capsys):
                         "    \"\"\"The time in a city.\"\"\"\n    return '12:00'\n", capsys)
         _, out, _ = run(bare_shell, "%mlx tools", capsys)
         assert "  clock_time(city): The time in a city." in out.splitlines()
+        fails_with(bare_shell, "%mlx tools --clear --remove clock_time",
+                   "%mlx tools: give --clear (every tool) or --remove NAME ..., not both.", capsys)
+        assert "clock_time" in registered_tools()  # nothing removed by the refused line
         fails_with(bare_shell, "%mlx tools --remove nope",
                    f"%mlx tools: no tool named 'nope' is registered (registered: "
                    f"{', '.join(sorted(before | {'clock_time'}))}).", capsys)
