@@ -646,6 +646,7 @@ def _model(body, accepted_models) -> str:
     if accepted_models is not None and model not in accepted_models and model != DEFAULT_MODEL_ALIAS:
         # Suggest the name /v1/models lists, not the directory it was loaded from.
         known = sorted((m for m in accepted_models if m), key=lambda m: ("/" in m, len(m), m))[:1]
+        model = model if len(model) <= 200 else f"{model[:200]}…"  # not a 200 kB name echoed
         _fail(
             f"The model '{model}' is not loaded in this engine; use {known[0]!r} or omit 'model'."
             if known else f"The model '{model}' is not loaded in this engine.",

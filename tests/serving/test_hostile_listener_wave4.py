@@ -115,3 +115,15 @@ def test_every_logit_bias_key_that_is_no_token_id_is_named_in_one_answer(tiny_li
     assert reply.json()["error"] == {
         "message": "'logit_bias' keys must be integer token ids, got \"bad1\", \"bad2\".",
         "type": "invalid_request_error", "param": "logit_bias", "code": None}
+
+
+def test_a_huge_model_name_is_not_echoed_whole(tiny_listener):
+    reply = httpx.post(f"{tiny_listener.url}/chat/completions", timeout=60,
+                       json={"model": "m" * 200_000, "max_tokens": 2,
+                             "messages": [{"role": "user", "content": "Hi"}]},
+                       headers={"Authorization": f"Bearer {tiny_listener.token}"})
+    error = reply.json()["error"]
+    assert (reply.status_code, error["code"], error["param"]) == (404, "model_not_found", "model")
+    assert error["message"].startswith("The model '" + "m" * 200 + "…' is not loaded in this "
+                                       "engine; use ")
+    assert len(reply.content) < 1000
