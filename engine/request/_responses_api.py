@@ -56,11 +56,9 @@ def chat_body(body: Mapping[str, Any]) -> dict:
     if instructions is not None and not isinstance(instructions, str):
         _fail("'instructions' must be a string.", "instructions")
     out["messages"] = _with_instructions(instructions, *_messages(body.get("input")))[0]
-    include = body.get("include")
     # (null is "not given": a client that fills every field sends top_logprobs: null)
     top_logprobs = body.get("top_logprobs")
-    if top_logprobs is not None or isinstance(include, list) and (
-            "message.output_text.logprobs" in include):
+    if top_logprobs is not None or _logprobs_included(body.get("include")):
         out["logprobs"] = True
         if top_logprobs is not None:
             out["top_logprobs"] = top_logprobs
@@ -77,6 +75,29 @@ def chat_body(body: Mapping[str, Any]) -> dict:
     if body.get("stream"):  # the usage goes into response.completed
         out["stream_options"] = {"include_usage": True}
     return out
+
+
+_INCLUDABLE = ("message.output_text.logprobs", "reasoning.encrypted_content",
+               "file_search_call.results", "web_search_call.results",
+               "web_search_call.action.sources", "message.input_image.image_url",
+               "computer_call_output.output.image_url", "code_interpreter_call.outputs")
+"""The values OpenAI's ``include`` takes. Only the logprobs are served; the others name tools
+or stored state this server has none of, so asking for them adds nothing (Codex sends
+``reasoning.encrypted_content`` on every request), while a value outside the list is a typo."""
+
+
+def _logprobs_included(include: Any) -> bool:
+    """Whether ``include`` asks for the output's logprobs; refused unless it is a list of
+    OpenAI's values."""
+    if include is None:
+        return False
+    if not isinstance(include, list):
+        _fail("'include' must be a list such as [\"message.output_text.logprobs\"].", "include")
+    for i, item in enumerate(include):
+        if item not in _INCLUDABLE:
+            _fail(f"'include[{i}]' {_shown(item)} is not a value 'include' takes; this server "
+                  "serves \"message.output_text.logprobs\".", f"include[{i}]")
+    return "message.output_text.logprobs" in include
 
 
 def _response_format(text: Any) -> dict | None:

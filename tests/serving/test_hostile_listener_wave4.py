@@ -127,3 +127,18 @@ def test_a_huge_model_name_is_not_echoed_whole(tiny_listener):
     assert error["message"].startswith("The model '" + "m" * 200 + "…' is not loaded in this "
                                        "engine; use ")
     assert len(reply.content) < 1000
+
+
+@pytest.mark.parametrize("include, status, param", [
+    (["bogus"], 400, "include[0]"),
+    ("message.output_text.logprobs", 400, "include"),
+    (["reasoning.encrypted_content"], 200, None),  # (Codex sends it: nothing to add here)
+])
+def test_include_takes_openais_values_only(tiny_listener, include, status, param):
+    reply = httpx.post(f"{tiny_listener.url}/responses", timeout=60,
+                       json={"input": "Hi", "max_output_tokens": 2, "include": include},
+                       headers={"Authorization": f"Bearer {tiny_listener.token}"})
+    assert reply.status_code == status, reply.text
+    if param is not None:
+        assert reply.json()["error"]["param"] == param
+        assert "message.output_text.logprobs" in reply.json()["error"]["message"]
