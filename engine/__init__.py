@@ -16,8 +16,8 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 # mlx's CUDA backend counts every miss of its kernel caches (CUDA graphs, cuDNN attention plans)
 # over the process's life and, past twice a cache's size, raises "Cache thrashing is happening"
 # from inside an evaluation. Each new prompt length can miss, so a kernel that serves prompts
-# for hours would reach it and lose its engine thread; past the count the caches still evict
-# as before, only the raise is gone. mlx's own test runner turns it off the same way.
+# for hours would reach it and fail every request after; past the count the caches still
+# evict as before, only the raise is gone. mlx's own test runner turns it off the same way.
 os.environ.setdefault("MLX_ENABLE_CACHE_THRASHING_CHECK", "0")
 
 from ._byte_count import fixed as format_fixed

@@ -245,7 +245,7 @@ def test_engines_loaded_one_after_another_leave_no_os_thread_behind_and_exit_is_
 def test_importing_the_engine_turns_off_mlxs_cache_thrashing_raise_unless_the_user_chose(
         chosen, seen):
     # On CUDA, mlx raises mid-evaluation once its kernel caches have missed twice their size
-    # over the process's life: hours of distinct prompt lengths in a kernel would kill the engine
+    # over the process's life: after hours of distinct prompt lengths every request would fail
     env = {k: v for k, v in os.environ.items()
            if k != "MLX_ENABLE_CACHE_THRASHING_CHECK"}
     if chosen is not None:
