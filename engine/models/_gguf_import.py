@@ -62,13 +62,16 @@ def import_gguf(gguf_path: Path, dest: Path, *, dtype: str = "keep", progress: b
             f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})."
         )
     file_type = _scalar(metadata, "general.file_type")
-    if dtype == "keep" and file_type is not None and int(file_type) not in _KEPT_FILE_TYPES:
-        name = _FILE_TYPE_NAMES.get(int(file_type), f"file type {int(file_type)}")
+    # A file type that is no number is only a wrong label: _read_gguf has already refused the
+    # tensors mlx would not keep.
+    if dtype == "keep" and isinstance(file_type, int) and file_type not in _KEPT_FILE_TYPES:
+        name = _FILE_TYPE_NAMES.get(file_type, f"file type {file_type}")
         raise ModelStoreError(
             f"Cannot keep the quantization of {gguf_path.name}: mlx keeps only Q4_0, Q4_1 and Q8_0, "
             f"not {name}; import it with --dtype float32 or bfloat16 to dequantize."
         )
     config = _llama_config(metadata)
+    _check_layers(weights, config, gguf_path)
     bar = tqdm(total=len(weights) + 1, desc=f"Importing {gguf_path.name}", unit="tensor", disable=not progress)
     with bar:
         mlx_weights, quantization = _convert_weights(weights, dtype, bar)
@@ -77,10 +80,14 @@ def import_gguf(gguf_path: Path, dest: Path, *, dtype: str = "keep", progress: b
         if quantization:
             config["quantization"] = quantization
         config["torch_dtype"] = "float32" if dtype == "keep" else dtype
-        mx.save_safetensors(str(dest / "model.safetensors"), mlx_weights, metadata={"format": "mlx"})
+        try:
+            mx.save_safetensors(str(dest / "model.safetensors"), mlx_weights, metadata={"format": "mlx"})
+        except RuntimeError as exc:  # mlx's writer: a full disk ("[write] Unable to write ...")
+            raise OSError(f"cannot write model.safetensors ({str(exc).rstrip('.')})") from None
         (dest / "config.json").write_text(json.dumps(config, indent=2))
         _save_tokenizer(metadata, dest)
         bar.update(1)
+    _check_tensors_fit(dest, gguf_path)
     (dest / "SOURCE").write_text(f"Imported from {gguf_path} (dtype={dtype}) by mlx-notebook.\n")
 
 
@@ -117,7 +124,16 @@ _REQUIRED_LLAMA_KEYS = (
 )
 
 
+_LLAMA_SIZES = ("llama.embedding_length", "llama.attention.head_count", "llama.block_count",
+                "llama.feed_forward_length", "llama.attention.head_count_kv")
+
+
 def _llama_config(metadata: dict[str, Any]) -> dict[str, Any]:
+    for key in _LLAMA_SIZES:  # (a head count of 0 was a bare ZeroDivisionError)
+        value = _scalar(metadata, key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ModelStoreError(f"Cannot import this GGUF file: its metadata says {key} is "
+                                  f"{value!r}, and a size is a whole number of at least 1.")
     try:
         hidden = int(_scalar(metadata, "llama.embedding_length"))
         heads = int(_scalar(metadata, "llama.attention.head_count"))
@@ -140,16 +156,21 @@ def _llama_config(metadata: dict[str, Any]) -> dict[str, Any]:
             "bos_token_id": _scalar(metadata, "tokenizer.ggml.bos_token_id"),
             "eos_token_id": _scalar(metadata, "tokenizer.ggml.eos_token_id"),
         }
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         missing = [key for key in _REQUIRED_LLAMA_KEYS if _scalar(metadata, key) is None]
+        if not missing:  # a value of the wrong kind (a context length that is text)
+            raise ModelStoreError(f"Cannot import this GGUF file: its metadata holds a value of "
+                                  f"the wrong kind ({type(exc).__name__}: {exc}).") from None
         raise ModelStoreError(
-            f"Cannot import this GGUF file: its metadata lacks {', '.join(missing) or exc}."
+            f"Cannot import this GGUF file: its metadata lacks {', '.join(missing)}."
         ) from exc
     return config
 
 
 def _mlx_name(gguf_name: str) -> str:
     parts = gguf_name.split(".")
+    if len(parts) != (4 if parts[0] == "blk" else 2):  # (was a bare IndexError)
+        raise ModelStoreError(f"Cannot import this GGUF file: unknown llama tensor {gguf_name}.")
     if parts[0] == "blk":
         layer, base, suffix = parts[1], parts[2], parts[3]
         if base not in _LAYER_NAMES:
@@ -159,6 +180,34 @@ def _mlx_name(gguf_name: str) -> str:
     if base not in _TOP_NAMES:
         raise ModelStoreError(f"Cannot import this GGUF file: unknown llama tensor {gguf_name}.")
     return f"{_TOP_NAMES[base]}.{suffix}"
+
+
+def _check_layers(weights: dict[str, mx.array], config: dict[str, Any], gguf_path: Path) -> None:
+    """Refuse a file whose blocks are not the ones its metadata counts, before building a
+    model of that many layers (the import would succeed and every load fail)."""
+    held = {name.split(".")[1] for name in weights if name.startswith("blk.")}
+    layers = config["num_hidden_layers"]
+    if len(held) != layers or held != {str(i) for i in range(layers)}:
+        raise ModelStoreError(
+            f"Cannot import {gguf_path.name}: its metadata says {layers} layers (llama.block_count) "
+            f"but it holds tensors for {len(held)}; the file is damaged or was written wrong: "
+            "download or convert it again.")
+
+
+def _check_tensors_fit(dest: Path, gguf_path: Path) -> None:
+    """Build the model mlx-lm will build from ``dest`` and fit the tensors to it, lazily (no
+    weight is read): a tensor of the wrong shape fails the import, not every later load with
+    a remedy (rebuild the store entry) that rebuilds the same thing."""
+    from mlx_lm.utils import load_model
+
+    try:
+        load_model(dest, lazy=True)
+    except Exception as exc:
+        reason = " ".join(str(exc).split())[:300]
+        raise ModelStoreError(
+            f"Cannot import {gguf_path.name}: its tensors do not fit the model its metadata "
+            f"describes ({type(exc).__name__}: {reason.rstrip('.')}); the file is damaged or was "
+            "written wrong: download or convert it again.") from None
 
 
 def _convert_weights(weights: dict[str, mx.array], dtype: str, bar) -> tuple[dict[str, mx.array], dict]:
@@ -206,6 +255,11 @@ def _save_tokenizer(metadata: dict[str, Any], dest: Path) -> None:
         raise ModelStoreError(
             f"Cannot import this GGUF file: tokenizer model {model_kind!r} is not supported (only byte-level BPE, 'gpt2')."
         )
+    missing = [key for key in ("tokenizer.ggml.merges", "tokenizer.ggml.token_type")
+               if key not in metadata]
+    if missing:  # (was a bare KeyError)
+        raise ModelStoreError(f"Cannot import this GGUF file: its metadata lacks {', '.join(missing)}, "
+                              "which a byte-level BPE tokenizer needs.")
     tokens = list(metadata["tokenizer.ggml.tokens"])
     merges = [tuple(m.split(" ", 1)) for m in metadata["tokenizer.ggml.merges"]]
     token_types = [int(t) for t in metadata["tokenizer.ggml.token_type"].tolist()]

@@ -107,7 +107,7 @@ def check_model_spec(spec: str | os.PathLike | None,
         raise ModelStoreError(f"{spec} is a URL: models load from this machine (no model hub is "
                               "asked); download it and give its directory or .gguf file.")
     path = _user_path(spec)
-    if spec.lower().endswith(".gguf"):
+    if spec.lower().endswith(".gguf") and not path.is_dir():  # (a folder so named: a folder)
         if not path.is_file():
             raise ModelStoreError(f"No such GGUF file: {spec}.")
         return "gguf", spec
@@ -236,10 +236,14 @@ def _remove_damaged(dest: Path) -> None:
 
 
 def _build_atomically(dest: Path, build: Callable[[Path], None]) -> Path:
-    """Build into a temporary sibling of ``dest`` and rename it into place."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned_builds(dest.parent)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-{os.getpid()}-"))
+    """Build into a temporary sibling of ``dest`` and rename it into place; a folder that
+    cannot be written (full, read-only, a file) is one sentence naming it."""
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned_builds(dest.parent)
+        tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-{os.getpid()}-"))
+    except OSError as exc:
+        raise _unwritable(dest, exc) from None
     try:
         build(tmp)
         tmp.chmod(0o755)  # mkdtemp makes it private; a model directory is ordinary data
@@ -249,10 +253,22 @@ def _build_atomically(dest: Path, build: Callable[[Path], None]) -> Path:
             if not (dest / "config.json").is_file():
                 raise
             shutil.rmtree(tmp)  # another process finished the same build first
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _unwritable(dest, exc) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return dest
+
+
+def _unwritable(dest: Path, exc: OSError) -> ModelStoreError:
+    reason = exc.strerror or str(exc)
+    where = f" ({exc.filename})" if exc.filename else ""
+    elsewhere = ("set MLX_NOTEBOOK_CACHE to a folder that can" if dest.parent.parent == cache_dir()
+                 else "choose a folder that can")
+    return ModelStoreError(f"Cannot write {dest.name} into {dest.parent}: {reason}{where}; free "
+                           f"some disk space, or {elsewhere} hold it.")
 
 
 def _remove_abandoned_builds(folder: Path) -> None:
@@ -289,7 +305,8 @@ def _checked_mlx_dir(path: Path) -> Path:
     if not weights:
         raise ModelStoreError(f"{path} is not an mlx-lm model directory: it has no .safetensors weights.")
     config = _read_json(path / "config.json", path)
-    if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if not isinstance(model_type, str) or not model_type.strip():  # ("" was "upgrade mlx-lm")
         raise ModelStoreError(f"{path}/config.json is not a model configuration: it needs a JSON "
                               "object with a \"model_type\"; fix or re-download the model.")
     index = path / "model.safetensors.index.json"
@@ -370,6 +387,9 @@ def _read_json(file: Path, model: Path):
         return json.loads(file.read_bytes())
     except PermissionError:
         raise ModelStoreError(f"Cannot read {file}: permission denied.") from None
+    except RecursionError:  # nested deeper than any configuration: a bare RecursionError before
+        raise ModelStoreError(f"{file} is not a configuration (it nests thousands of levels "
+                              f"deep); fix or re-download the model at {model}.") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ModelStoreError(f"{file} is not valid JSON ({exc}); fix or re-download the "
                               f"model at {model}.") from None
@@ -390,7 +410,7 @@ def _safetensors_dtypes(file: Path, model: Path) -> dict[str, str]:
             header = json.loads(f.read(length))
     except PermissionError:
         raise ModelStoreError(f"Cannot read {file}: permission denied.") from None
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # (nested thousands deep)
         raise ModelStoreError(f"{broken} (its header cannot be read); re-download or re-import "
                               f"the model at {model}.") from None
     tensors = {k: v for k, v in header.items() if k != "__metadata__"} if isinstance(header, dict) else None
