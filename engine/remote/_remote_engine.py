@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterator, Mapping
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import httpx
 
@@ -95,12 +95,13 @@ class RemoteEngine:
             raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}")
         timeout = float(timeout)  # (a numpy number is not one the socket takes)
         self.url, params = _api_root(url)
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        key = _header_key(api_key) if api_key else ""
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._timeout = timeout
         # Redirects are followed (a proxy's http -> https); httpx drops the key on a redirect
         # to another host.
         self._client = httpx.Client(base_url=self.url, headers=headers, params=params,
-                                    follow_redirects=True,
+                                    auth=_url_login(url), follow_redirects=True,
                                     timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
         self.server_splits_reasoning = False
         """A reply has come with a reasoning field: later replies' content is content from
@@ -349,7 +350,7 @@ class RemoteHandle:
     def _read(self, response: httpx.Response) -> None:
         """On its own thread: the server's events' data onto the queue, then ``_DONE`` when
         the server said the reply is over, and ``_END``."""
-        pending = ""  # an event's data lines so far (most servers send one line per event)
+        lines: list[str] = []  # the data lines of an event whose first line was not whole
         stray: list[str] = []  # lines of no SSE field: a body that is no event stream at all
         sent = False
         try:
@@ -362,31 +363,36 @@ class RemoteHandle:
                                           "server_error"))
                     return
                 if not line.startswith("data:"):
-                    if not line.strip() and pending:  # an event's end: its data must be whole
-                        raise json.JSONDecodeError("an event's data is not JSON", pending, 0)
+                    if not line.strip() and lines:  # an event's end: its data must be whole
+                        self._queue.put(_event_data("\n".join(lines)))
+                        lines, sent = [], True
                     if line.strip() and not (line.startswith(":") or _SSE_FIELD.match(line)) \
                             and not sent and len(stray) < 1000:
                         stray.append(line)
                     continue
                 data = line[5:].removeprefix(" ")
-                if data.strip() == "[DONE]" and not pending:
+                if data.strip() == "[DONE]" and not lines:
                     self._queue.put(_DONE)
                     return
-                pending = f"{pending}\n{data}" if pending else data
-                if not pending.strip():
-                    pending = ""  # an empty event: a keep-alive
+                if lines:
+                    # Read once the event ends: parsing each longer prefix of an event sent
+                    # over thousands of lines (pretty-printed JSON) took minutes.
+                    lines.append(data)
                     continue
+                if not data.strip():
+                    continue  # an empty event: a keep-alive
                 try:
-                    item = json.loads(pending)
+                    item = json.loads(data)  # (at once: most servers send one line per event)
                 except _NOT_JSON:
-                    continue  # the event's data goes on in the next data: line
-                pending = ""
+                    lines.append(data)  # the event's data goes on in the next data: line
+                    continue
                 if not isinstance(item, dict):
                     raise json.JSONDecodeError("not a JSON object", data, 0)
                 self._queue.put(item)
                 sent = True
-            if pending:
-                raise json.JSONDecodeError("an event's data is not JSON", pending, 0)
+            if lines:
+                self._queue.put(_event_data("\n".join(lines)))
+                sent = True
             if stray and not sent:
                 said = _not_a_stream(self._url, "\n".join(stray))
                 self._queue.put(said)
@@ -515,14 +521,42 @@ def _api_root(url: str) -> tuple[str, list[tuple[str, str]]]:
         raise EngineError(f"The server's URL must be text, like http://127.0.0.1:8080/v1, not "
                           f"{type(url).__name__}.")
     text = url.strip()
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+        parts.port  # (a port that is no number, or past 65535, fails only when read)
+    except ValueError as exc:
+        raise EngineError(f"'{text}' is not a URL ({exc}); give one like "
+                          "http://127.0.0.1:8080/v1.") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise EngineError(f"'{text}' is not an http(s) URL; give one like http://127.0.0.1:8080/v1.")
     path = parts.path.rstrip("/")
     for suffix in ("/chat/completions", "/completions", "/models"):
         path = path.removesuffix(suffix)
-    root = f"{parts.scheme}://{parts.netloc}{path or '/v1'}"
+    # A user:password@ goes to the server as a login (``_url_login``), never into the root
+    # every message and the notebook's summary show.
+    host = parts.netloc.rpartition("@")[2]
+    root = f"{parts.scheme}://{host}{path or '/v1'}"
     return root, parse_qsl(parts.query, keep_blank_values=True)
+
+
+def _url_login(url: str) -> httpx.BasicAuth | None:
+    """The ``user:password@`` of a URL (a proxy's basic login), sent as httpx sends one."""
+    parts = urlsplit(url.strip())
+    if parts.username is None and parts.password is None:
+        return None
+    return httpx.BasicAuth(unquote(parts.username or ""), unquote(parts.password or ""))
+
+
+def _header_key(api_key: str) -> str:
+    """The key as an HTTP header carries it; a line break read with it from a file or an
+    environment variable is dropped, and a character no header can carry is refused without
+    quoting the key (it would end up in the notebook's output)."""
+    key = str(api_key).strip()
+    if not (key.isascii() and key.isprintable()):
+        raise EngineError("The API key has a character an HTTP header cannot carry (a letter "
+                          "outside ASCII or a control character); copy the key again, without "
+                          "quotes or line breaks.")
+    return key
 
 
 def _whole_reply(url: str, response: httpx.Response, path: str) -> dict | None:
@@ -625,6 +659,18 @@ def _error_sentence(url: str, error: Any, status: int | None = None) -> str:
         message = json.dumps(message)
     where = f"The server at {url}" + (f" (HTTP {status})" if status else "")
     return f"{where}: {str(message or 'no reason given').rstrip('.')}."
+
+
+def _event_data(text: str) -> dict:
+    """An event's data lines, joined, as the JSON object they must be; raises
+    ``JSONDecodeError`` for anything else."""
+    try:
+        parsed = json.loads(text)
+    except _NOT_JSON:
+        raise json.JSONDecodeError("an event's data is not JSON", text, 0) from None
+    if not isinstance(parsed, dict):
+        raise json.JSONDecodeError("not a JSON object", text, 0)
+    return parsed
 
 
 def _not_a_stream(url: str, body: str) -> dict | Error:
