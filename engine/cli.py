@@ -46,7 +46,7 @@ def _import(args: argparse.Namespace) -> None:
 
 
 def _models(args: argparse.Namespace) -> None:
-    if args.remove:
+    if args.remove is not None:  # (`--remove "$NAME"` with NAME unset is no listing)
         removed = remove_entry(args.remove)
         for stored in removed.paths:
             print(f"removed {stored.path}")
