@@ -632,7 +632,9 @@ def _http_error(url: str, response: httpx.Response, path: str) -> EngineError:
     default_type = ("server_error" if status >= 500 else
                     "rate_limit_error" if status == 429 else "invalid_request_error")
     retry = response.headers.get("retry-after")
-    later = f" Retry after {retry} s." if status == 429 and retry and retry.isdigit() else ""
+    # (A 503 carries it too: a server still loading its model says when it will be ready.)
+    later = (f" Retry after {retry} s." if status in (429, 503) and retry and retry.isdigit()
+             else "")
     if not isinstance(error, dict) or not error.get("message"):
         if status == 404:
             return EngineError(f"The server at {url} has no {path} (HTTP 404); give the URL of "

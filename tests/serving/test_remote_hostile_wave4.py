@@ -28,11 +28,13 @@ def http(body: bytes, content_type: str = "text/event-stream") -> bytes:
 
 
 class Server:
-    """``GET /v1/models`` lists one model; each POST is answered with ``stream`` (SSE bytes).
-    ``authorizations`` keeps each request's Authorization header."""
+    """``GET /v1/models`` lists one model; each POST is answered with ``stream`` (SSE bytes),
+    or with ``post_answer`` (a whole raw HTTP answer) once it is set. ``authorizations`` keeps
+    each request's Authorization header."""
 
     def __init__(self, stream: bytes):
         self.authorizations: list[str | None] = []
+        self.post_answer: bytes | None = None
         outer = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -46,7 +48,7 @@ class Server:
                 reader.read(int(headers.get("content-length", 0)))
                 outer.authorizations.append(headers.get("authorization"))
                 self.request.sendall(http(b'{"data": [{"id": "m"}]}', "application/json")
-                                     if method == b"GET" else http(stream))
+                                     if method == b"GET" else outer.post_answer or http(stream))
 
         self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -130,3 +132,19 @@ def test_a_login_in_the_url_is_sent_but_never_shown(server):
     with pytest.raises(EngineError) as caught:
         RemoteEngine("http://me:s3cr%40t@127.0.0.1:1/v1", timeout=5)
     assert str(caught.value).startswith("Cannot connect to http://127.0.0.1:1/v1 (")
+
+
+def test_a_503_says_when_to_retry_as_a_429_does():
+    # Before: "(HTTP 503): loading model." and the Retry-After header went unsaid.
+    body = b'{"error": {"message": "loading model"}}'
+    answer = (f"HTTP/1.1 503 X\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+              "\r\nRetry-After: 5\r\nConnection: close\r\n\r\n").encode() + body
+    server = Server(b"")
+    try:
+        with RemoteEngine(server.url, timeout=5) as engine:
+            server.post_answer = answer
+            with pytest.raises(EngineError) as caught:
+                engine.submit(BODY)
+    finally:
+        server.close()
+    assert str(caught.value) == f"The server at {server.url} (HTTP 503): loading model. Retry after 5 s."
