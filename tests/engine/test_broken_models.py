@@ -18,14 +18,6 @@ from mlx_notebook.engine.models._store import _checked_mlx_dir, check_model_spec
 pytestmark = pytest.mark.model
 
 
-@pytest.fixture
-def broken(tmp_path, tiny_reasoner_path):
-    """A fresh copy of the tiny reasoner to damage."""
-    copy = tmp_path / "model"
-    shutil.copytree(tiny_reasoner_path, copy)
-    return copy
-
-
 def refusal(spec) -> str:
     with pytest.raises(EngineError) as caught:
         check_model_spec(str(spec))

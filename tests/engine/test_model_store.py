@@ -12,21 +12,9 @@ import pytest
 
 from mlx_notebook.engine.cli import main as cli_main
 from mlx_notebook.engine._errors import ModelStoreError
-from mlx_notebook.engine.models._store import fetch_default_gguf, resolve_model
+from mlx_notebook.engine.models._store import resolve_model
 
 QUESTION = "What is the capital of France? Answer in one sentence."
-
-
-@pytest.fixture
-def empty_store(tmp_path, monkeypatch) -> Path:
-    store = tmp_path / "store"
-    monkeypatch.setenv("MLX_NOTEBOOK_CACHE", str(store))
-    return store
-
-
-@pytest.fixture(scope="session")
-def smollm2_gguf(smollm2_path) -> Path:
-    return fetch_default_gguf(progress=False)
 
 
 def _leftovers(store: Path) -> list[str]:

@@ -18,25 +18,13 @@ import mlx.core as mx
 import pytest
 
 from mlx_notebook.engine import EngineError
-from mlx_notebook.engine.models._store import check_model_spec, fetch_default_gguf, resolve_model
-
-
-@pytest.fixture
-def empty_store(tmp_path, monkeypatch) -> Path:
-    store = tmp_path / "store"
-    monkeypatch.setenv("MLX_NOTEBOOK_CACHE", str(store))
-    return store
+from mlx_notebook.engine.models._store import check_model_spec, resolve_model
 
 
 @pytest.fixture(scope="session")
-def smollm2_gguf_path(smollm2_path) -> Path:
-    return fetch_default_gguf(progress=False)
-
-
-@pytest.fixture(scope="session")
-def smollm2_metadata(smollm2_gguf_path) -> dict:
+def smollm2_metadata(smollm2_gguf) -> dict:
     """The default model's GGUF metadata: a real byte-level BPE tokenizer to build on."""
-    return mx.load(str(smollm2_gguf_path), return_metadata=True)[1]
+    return mx.load(str(smollm2_gguf), return_metadata=True)[1]
 
 
 def _u32(value: int) -> mx.array:
@@ -132,7 +120,7 @@ def test_a_store_that_is_a_file_is_one_sentence(tmp_path, monkeypatch, smollm2_m
 
 
 @pytest.mark.model
-def test_an_import_onto_a_full_disk_is_one_sentence_and_leaves_nothing(tmp_path, smollm2_gguf_path):
+def test_an_import_onto_a_full_disk_is_one_sentence_and_leaves_nothing(tmp_path, smollm2_gguf):
     # A file-size limit stands in for a full disk: mlx's writer fails the same way ("[write]
     # Unable to write ..."), which was a bare RuntimeError.
     store = tmp_path / "store"
@@ -143,7 +131,7 @@ def test_an_import_onto_a_full_disk_is_one_sentence_and_leaves_nothing(tmp_path,
         from mlx_notebook.engine import EngineError
         from mlx_notebook.engine.models._store import resolve_model
         try:
-            resolve_model({str(smollm2_gguf_path)!r}, dtype="keep", progress=False)
+            resolve_model({str(smollm2_gguf)!r}, dtype="keep", progress=False)
         except EngineError as exc:
             print(exc)
     """)
@@ -157,13 +145,6 @@ def test_an_import_onto_a_full_disk_is_one_sentence_and_leaves_nothing(tmp_path,
         r"file\); free some disk space, or set MLX_NOTEBOOK_CACHE to a folder that can hold it\.\n",
         done.stdout), done.stdout
     assert _leftovers(store) == []
-
-
-@pytest.fixture
-def broken(tmp_path, tiny_reasoner_path):
-    copy = tmp_path / "model"
-    shutil.copytree(tiny_reasoner_path, copy)
-    return copy
 
 
 def refusal(spec) -> str:
