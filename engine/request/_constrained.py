@@ -118,14 +118,17 @@ class GrammarConstraint:
     """The logits processor: ``processor(tokens, logits) -> logits`` (mlx-lm's signature).
 
     ``think``: the reasoning markers' token ids, or None for a model without them;
-    ``open_at_start``: the prompt left reasoning open. It counts the tokens generated from
+    ``open_at_start``: the prompt left reasoning open; ``closed_at_start``: the prompt ends
+    with a reasoning block already closed (thinking disabled: ``<think>\n\n</think>``), so
+    the reply may not open another one. It counts the tokens generated from
     the context's length, so one processor serves a request from its first token to its last
     (such a request never takes the single-stream path, which may hand it to the batch)."""
 
     def __init__(self, matcher: Any, think: tuple[int, int] | None, open_at_start: bool,
-                 ends: list[int]):
+                 ends: list[int], closed_at_start: bool = False):
         self.matcher = matcher
         self.think = think
+        self.may_open = think is not None and not closed_at_start
         self.ends = ends
         self._masks: tuple[mx.array, mx.array] | None = None
         """(the ends, the end-of-reasoning marker) over the vocabulary, made once."""
@@ -145,8 +148,10 @@ class GrammarConstraint:
         if self.reasoning:
             return self._no_end_in_reasoning(logits)
         allowed = self._allowed(logits.shape[-1])
-        if generated == 0 and self.think is not None:
-            allowed[self.think[0]] = True  # the model may open its reasoning first
+        if generated == 0 and self.may_open:
+            # The model may open its reasoning first, unless the prompt closed it: reasoning
+            # opened there was never closed by a small model, and the grammar never applied.
+            allowed[self.think[0]] = True
         if not allowed.any():  # (a matcher in error: no token fits) the turn ends
             allowed[self.ends] = True
         return mx.where(mx.array(allowed), logits, mx.array(-mx.inf, logits.dtype))
@@ -167,7 +172,7 @@ class GrammarConstraint:
     def _advance(self, token: int) -> None:
         if self.reasoning:
             self.reasoning = token != self.think[1]
-        elif self.think is not None and self._seen == 0 and token == self.think[0]:
+        elif self.may_open and self._seen == 0 and token == self.think[0]:
             self.reasoning = True
         else:
             self.matcher.consume_token(token)
@@ -255,7 +260,9 @@ def constraint_for(tokenizer: Any, request: Any, prompt: Any) -> GrammarConstrai
 
     family = family_for_tokenizer(tokenizer)
     open_at_start = prompt is not None and prompt_starts_in_reasoning(family, prompt.text)
+    closed_at_start = (prompt is not None and family.think is not None
+                       and prompt.text.rstrip().endswith(family.think[1]))
     grammar = _grammar(schema)[0] if schema is not None else tool_call_grammar(tokenizer, request)
     return GrammarConstraint(LLMatcher(_ll_tokenizer(tokenizer), grammar),
                              reasoning_marker_ids(tokenizer, family), open_at_start,
-                             _end_ids(tokenizer))
+                             _end_ids(tokenizer), closed_at_start)
