@@ -347,10 +347,19 @@ def _stop(body) -> tuple[str, ...]:
 
 
 def _max_tokens(body, config: EngineConfig, limits: ModelLimits) -> int:
-    name = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
     context = limits.context_length
-    return _number(body, name, config.sampling_default("max_tokens"), integer=True, lo=1,
-                   hi=context or _INT32, why=" (the model's context)" if context else "")
+
+    def read(name: str) -> int:
+        return _number(body, name, config.sampling_default("max_tokens"), integer=True, lo=1,
+                       hi=context or _INT32, why=" (the model's context)" if context else "")
+
+    if body.get("max_completion_tokens") is None:
+        return read("max_tokens")
+    # It wins, but a max_tokens beside it is checked too: one of "x" was silently ignored, a
+    # typo the caller never heard of.
+    if body.get("max_tokens") is not None:
+        read("max_tokens")
+    return read("max_completion_tokens")
 
 
 def _logprobs(body, kind: str, config: EngineConfig, limits: ModelLimits) -> tuple[bool, int]:

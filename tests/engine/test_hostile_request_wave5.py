@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from mlx_notebook.engine import EngineRequestError
+
 pytestmark = pytest.mark.model
 
 _CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -25,3 +27,18 @@ def test_a_json_schema_holds_when_thinking_is_disabled(tiny_engine):
     message = reply["choices"][0]["message"]
     assert message["content"].startswith('{"city": "')
     assert not message.get("reasoning")
+
+
+@pytest.mark.parametrize("bad", ["x", 0, -3, 1.5])
+def test_a_bad_max_tokens_beside_max_completion_tokens_is_named(tiny_engine, bad):
+    # max_completion_tokens wins, but a max_tokens beside it that is no token count was
+    # silently ignored.
+    with pytest.raises(EngineRequestError) as caught:
+        tiny_engine.chat_completions(_weather(max_tokens=bad, max_completion_tokens=3))
+    assert caught.value.param == "max_tokens"
+    assert "'max_tokens' must be" in caught.value.message
+
+
+def test_max_completion_tokens_wins_over_a_valid_max_tokens(tiny_engine):
+    reply = tiny_engine.chat_completions(_weather(max_tokens=9, max_completion_tokens=3))
+    assert reply["usage"]["completion_tokens"] == 3
