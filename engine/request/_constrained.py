@@ -23,10 +23,10 @@ from typing import Any, Mapping
 import mlx.core as mx
 import numpy as np
 
-from .._errors import EngineRequestError
+from .._errors import EngineError, EngineRequestError
 
-__all__ = ["json_schema_for", "GrammarConstraint", "constraint_for", "tool_call_grammar",
-           "warm_up"]
+__all__ = ["json_schema_for", "GrammarConstraint", "GrammarDeadEnd", "constraint_for",
+           "tool_call_grammar", "warm_up"]
 
 _ANY_OBJECT = {"type": "object"}
 
@@ -114,6 +114,15 @@ def warm_up(tokenizer: Any) -> None:
     _ll_tokenizer(tokenizer)
 
 
+class GrammarDeadEnd(EngineError):
+    """The grammar allows no next token: the reply cannot go on in the shape asked for.
+
+    llguidance compiles some schemas that no finite JSON fits (a ``$ref`` that leads back to
+    itself with no way out); its matcher then stops allowing anything, mid-value or at once.
+    Ending the turn there served ``""`` or ``{"a": `` with ``finish_reason: "stop"``, as if
+    it were an answer; this fails the request, in a sentence that names the field."""
+
+
 class GrammarConstraint:
     """The logits processor: ``processor(tokens, logits) -> logits`` (mlx-lm's signature).
 
@@ -125,8 +134,10 @@ class GrammarConstraint:
     (such a request never takes the single-stream path, which may hand it to the batch)."""
 
     def __init__(self, matcher: Any, think: tuple[int, int] | None, open_at_start: bool,
-                 ends: list[int], closed_at_start: bool = False):
+                 ends: list[int], closed_at_start: bool = False,
+                 shape: str = "the JSON schema of 'response_format'"):
         self.matcher = matcher
+        self.shape = shape
         self.think = think
         self.may_open = think is not None and not closed_at_start
         self.ends = ends
@@ -152,8 +163,11 @@ class GrammarConstraint:
             # The model may open its reasoning first, unless the prompt closed it: reasoning
             # opened there was never closed by a small model, and the grammar never applied.
             allowed[self.think[0]] = True
-        if not allowed.any():  # (a matcher in error: no token fits) the turn ends
-            allowed[self.ends] = True
+        if self.matcher.is_error() or not allowed.any():  # (in error it allows only the end)
+            raise GrammarDeadEnd(
+                f"The reply cannot go on within {self.shape}: no token can follow what it "
+                "holds so far (no finite JSON fits a schema whose $ref leads back to itself "
+                "with no way out, and the decoder gives up on one too large); fix the schema.")
         return mx.where(mx.array(allowed), logits, mx.array(-mx.inf, logits.dtype))
 
     def _no_end_in_reasoning(self, logits: mx.array) -> mx.array:
@@ -265,4 +279,6 @@ def constraint_for(tokenizer: Any, request: Any, prompt: Any) -> GrammarConstrai
     grammar = _grammar(schema)[0] if schema is not None else tool_call_grammar(tokenizer, request)
     return GrammarConstraint(LLMatcher(_ll_tokenizer(tokenizer), grammar),
                              reasoning_marker_ids(tokenizer, family), open_at_start,
-                             _end_ids(tokenizer), closed_at_start)
+                             _end_ids(tokenizer), closed_at_start,
+                             "the JSON schema of 'response_format'" if schema is not None
+                             else "the parameters of the tools 'tool_choice' forces")

@@ -27,6 +27,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from .._config import EngineConfig
 from .._upstream import batch_generator
 from ._admission import GenerationRequest
+from .._errors import EngineError
 from .._events import Error, PrefillProgress
 from ._job import Job
 from ._prompt_cache import PromptCache
@@ -623,8 +624,9 @@ class Scheduler:
             if a.guard is not None and a.guard.error is not None:
                 e = a.guard.error
                 log.error("request %s failed in a batched step: %r", a.job.request_id, e)
-                self._remove(uid, None, error=f"Generation failed for this request "
-                                              f"({type(e).__name__}: {e}).")
+                # (An EngineError is already a sentence for the user: the grammar's dead end.)
+                self._remove(uid, None, error=str(e) if isinstance(e, EngineError) else
+                             f"Generation failed for this request ({type(e).__name__}: {e}).")
         snapshot = []
         for r in prompt_responses:
             a = self.active.get(r.uid)
