@@ -341,6 +341,8 @@ class CompletionsHandler(_Base):
         self.window = 0
         self.body_read = False
         """Whether the whole body has come (``post`` runs)."""
+        self.close_when_sent = False
+        """Whether the connection closes once the reply is sent (``_stream_headers``)."""
 
     async def prepare(self) -> None:
         # Runs after the headers, before the body is read: refuse early, read nothing more.
@@ -531,8 +533,7 @@ class CompletionsHandler(_Base):
                 if not self.gone:
                     self.finish(result)
                 return
-            self.set_header("Content-Type", _EVENT_STREAM)
-            self.set_header("Cache-Control", "no-cache")
+            self._stream_headers()
             self.flush().add_done_callback(self._flushed)
             chunks = _read_on_own_thread(responses.completion_list_chunks(streams, **ids))
             while not self.gone:
@@ -557,6 +558,27 @@ class CompletionsHandler(_Base):
                 if not handle.done:
                     handle.cancel()
 
+    def _stream_headers(self) -> None:
+        """The headers of an SSE reply, whose length nobody knows up front.
+
+        HTTP/1.1 sends it chunked; HTTP/1.0 has no chunks, so the body ends only when the
+        connection closes. tornado keeps an HTTP/1.0 connection that asked for keep-alive
+        (ApacheBench's ``ab -k``, an old proxy) open after it, answering "Keep-Alive": the
+        client would wait for an end that never comes. Such a stream says ``close`` and closes.
+        """
+        self.set_header("Content-Type", _EVENT_STREAM)
+        self.set_header("Cache-Control", "no-cache")
+        if self.request.version == "HTTP/1.0":
+            self.request.headers.pop("Connection", None)  # (tornado answers it "Keep-Alive")
+            self.set_header("Connection", "close")
+            self.close_when_sent = True
+
+    def finish(self, chunk: Any = None) -> "asyncio.Future":
+        sent = super().finish(chunk)
+        if self.close_when_sent:
+            sent.add_done_callback(lambda _: self.request.connection.close())
+        return sent
+
     def _client(self) -> str:
         address = getattr(self.request.connection.context, "address", None)
         if isinstance(address, tuple) and len(address) >= 2:
@@ -569,8 +591,7 @@ class CompletionsHandler(_Base):
         if self.kind == "responses":
             named["body"] = self.body
         if request.stream:
-            self.set_header("Content-Type", _EVENT_STREAM)
-            self.set_header("Cache-Control", "no-cache")
+            self._stream_headers()
             self.chunks = {"chat": responses.ChatChunks, "completion": responses.CompletionChunks,
                            "responses": responses_api.ResponseEvents}[self.kind](**named)
             if self.kind == "responses":

@@ -1,0 +1,75 @@
+"""The listener under a fifth round of hostile requests, written byte by byte as clients that
+no library tidies send them: an HTTP/1.0 client that asks for keep-alive, a request HTTP itself
+refuses (no Host, a body framed two ways), a method nobody serves on a path nobody serves.
+
+Each must get an answer a person can read, as JSON with a sentence that names the problem,
+and a connection that ends where the answer says it ends: a client must never wait on a reply
+that is complete, nor read a bare "400 Bad Request" with nothing to say why.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.model
+
+
+def _exchange(listener, data: bytes, seconds: float = 20.0) -> tuple[bytes, float]:
+    """What the listener answers ``data`` sent on one connection until it closes it, and how
+    long that took; a connection still open after ``seconds`` fails the test."""
+    started = time.monotonic()
+    with socket.create_connection((listener.host, listener.port), timeout=seconds) as sock:
+        sock.sendall(data)
+        out = b""
+        try:
+            while chunk := sock.recv(65536):
+                out += chunk
+        except socket.timeout:
+            pytest.fail(f"the listener kept the connection open after {out[-200:]!r}")
+    return out, time.monotonic() - started
+
+
+def _request(method: str, path: str, headers: list[str], body: bytes = b"",
+             version: str = "HTTP/1.1") -> bytes:
+    return ("\r\n".join([f"{method} {path} {version}", *headers]) + "\r\n\r\n").encode() + body
+
+
+def _chat(stream: bool) -> bytes:
+    return json.dumps({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3,
+                       "stream": stream}).encode()
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/completions"])
+def test_an_http10_keep_alive_stream_ends_with_its_connection(tiny_listener, path):
+    """ApacheBench (``ab -k``) and old proxies speak HTTP/1.0 and ask for keep-alive. A stream
+    has no length and HTTP/1.0 no chunks, so only the connection's close ends it: it must
+    close, and not promise keep-alive (the client would wait for the end forever)."""
+    body = {"/v1/chat/completions": _chat(True),
+            "/v1/responses": b'{"input": "Hi", "max_output_tokens": 3, "stream": true}',
+            "/v1/completions": b'{"prompt": ["Hi", "Ho"], "max_tokens": 3, "stream": true}'}[path]
+    answer, seconds = _exchange(tiny_listener, _request(
+        "POST", path, ["Host: 127.0.0.1", f"Authorization: Bearer {tiny_listener.token}",
+                       "Connection: keep-alive", f"Content-Length: {len(body)}"],
+        body, version="HTTP/1.0"))
+    head, _, events = answer.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0] == b"HTTP/1.1 200 OK"
+    assert b"connection: close" in head.lower() and b"keep-alive" not in head.lower()
+    assert (b"data: [DONE]" if "responses" not in path else b"event: response.incomplete"
+            ) in events  # (the end: 3 tokens are max_output_tokens)
+    assert seconds < 10
+
+
+def test_an_http10_keep_alive_request_without_a_stream_keeps_its_connection(tiny_listener):
+    """A reply with a Content-Length can be kept alive: two requests on one connection."""
+    body = _chat(False)
+    one = _request("POST", "/v1/chat/completions",
+                   ["Authorization: Bearer " + tiny_listener.token, "Connection: keep-alive",
+                    f"Content-Length: {len(body)}"], body, version="HTTP/1.0")
+    last = _request("GET", "/health", [], version="HTTP/1.0")
+    answer, _ = _exchange(tiny_listener, one + last)
+    assert answer.count(b"HTTP/1.1 200 OK") == 2 and answer.endswith(b'{"status": "ok"}')
