@@ -4,7 +4,8 @@
 ``/v1/models`` and ``/health`` as ``mlx_lm.server`` does, and OpenAI's ``/v1/responses`` (a
 chat request in the Responses API's shapes), through the same request path and response
 builders as every in-process caller. Private modules: ``_listener`` (the server
-thread and its loop), ``_handlers`` (the endpoints).
+thread and its loop), ``_handlers`` (the endpoints), ``_request_head`` (what is
+refused from a request's head, before the endpoints).
 """
 
 from ._handlers import ServedRequest

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import ipaddress
-import json
 import logging
 import secrets
 import socket
@@ -29,11 +28,11 @@ from tornado.iostream import StreamClosedError
 from tornado.netutil import bind_sockets
 from tornado.web import Application
 
-from .._errors import EngineError, EngineRequestError
+from .._errors import EngineError
 from ._handlers import (
     CompletionsHandler, Deliveries, HealthHandler, ModelsHandler, NotFoundHandler, ServedRequest,
-    _error_object,
 )
+from ._request_head import HeadChecked, error_body
 
 __all__ = ["Listener", "DEFAULT_PORT", "MAX_BODY_BYTES", "bind"]
 
@@ -43,8 +42,7 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 """Largest request body accepted (413 above it)."""
 _log = logging.getLogger("mlx_notebook.engine.serving")
 _BODY_TIMEOUT_S = 120.0
-_MAX_HEADER_BYTES = 64 * 1024  # (tornado's own limit, past which it closes without a word)
-_READ_HEADER_BYTES = 256 * 1024  # read this far to answer 431 rather than close
+_READ_HEADER_BYTES = 256 * 1024  # read this far past MAX_HEADER_BYTES to answer 431, not close
 _HEADER_TIMEOUT_S = 30.0
 # A connection that has not sent a whole request head by then (an idle keep-alive, a
 # slow-loris) is closed; tornado's default is an hour. One that speaks TLS is answered at once
@@ -242,7 +240,7 @@ class _CappedServer(HTTPServer):
             super().handle_stream(stream, address)
 
     def start_request(self, server_conn, request_conn) -> httputil.HTTPMessageDelegate:
-        return _HeadersCapped(super().start_request(server_conn, request_conn), request_conn)
+        return HeadChecked(super().start_request(server_conn, request_conn), request_conn)
 
     @property
     def connections(self) -> int:
@@ -253,49 +251,6 @@ class _CappedServer(HTTPServer):
         for stream in list(self._opening):
             stream.close()
         await super().close_all_connections()
-
-
-class _HeadersCapped(httputil.HTTPMessageDelegate):
-    """Answers 431 to a request whose headers pass ``_MAX_HEADER_BYTES`` (a browser's pile of
-    localhost cookies, say) instead of handing it on; tornado, at its own limit, closes the
-    connection and the client sees only "server disconnected"."""
-
-    def __init__(self, delegate: httputil.HTTPMessageDelegate, connection) -> None:
-        self.delegate, self.connection, self.refused = delegate, connection, False
-
-    def headers_received(self, start_line, headers):
-        size = len(start_line.path) + sum(len(name) + len(value) + 4
-                                          for name, value in headers.get_all())
-        if size <= _MAX_HEADER_BYTES:
-            return self.delegate.headers_received(start_line, headers)
-        self.refused = True
-        return self._refuse(size, head=start_line.method == "HEAD")
-
-    async def _refuse(self, size: int, head: bool) -> None:
-        body = _error_body(f"The request's path and headers are {size} bytes, over the "
-                           f"listener's limit of {_MAX_HEADER_BYTES}; send fewer or shorter "
-                           "headers (cookies, say).")
-        try:
-            await self.connection.write_headers(
-                httputil.ResponseStartLine("HTTP/1.1", 431, "Request Header Fields Too Large"),
-                httputil.HTTPHeaders({"Content-Type": "application/json", "Connection": "close",
-                                      "Content-Length": str(len(body))}),
-                None if head else body)
-            # Finished before the body was read: tornado closes the connection once it is sent.
-            self.connection.finish()
-        except StreamClosedError:
-            pass
-
-    def data_received(self, chunk: bytes):
-        return None if self.refused else self.delegate.data_received(chunk)
-
-    def finish(self) -> None:
-        if not self.refused:
-            self.delegate.finish()
-
-    def on_connection_close(self) -> None:
-        if not self.refused:
-            self.delegate.on_connection_close()
 
 
 _TLS_HANDSHAKE = b"\x16"  # a TLS record's first byte: content type 22, handshake
@@ -322,13 +277,8 @@ async def _first_byte(sock: socket.socket, timeout: float) -> bytes | None:
         return None
 
 
-def _error_body(message: str) -> bytes:
-    """An OpenAI error object for an answer written below tornado's handlers."""
-    return json.dumps(_error_object(EngineRequestError(message))).encode()
-
-
 async def _refuse_tls(stream) -> None:
-    body = _error_body("This listener speaks plain HTTP, not TLS: use an http:// URL, not "
+    body = error_body("This listener speaks plain HTTP, not TLS: use an http:// URL, not "
                        "https://.")
     try:
         # Read the handshake first: closing a socket with unread bytes resets the connection,

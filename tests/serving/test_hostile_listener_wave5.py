@@ -73,3 +73,51 @@ def test_an_http10_keep_alive_request_without_a_stream_keeps_its_connection(tiny
     last = _request("GET", "/health", [], version="HTTP/1.0")
     answer, _ = _exchange(tiny_listener, one + last)
     assert answer.count(b"HTTP/1.1 200 OK") == 2 and answer.endswith(b'{"status": "ok"}')
+
+
+def _refusal(answer: bytes) -> tuple[bytes, dict]:
+    """The status line and the error object of an answer that must be the only one sent."""
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert b"connection: close" in head.lower()
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:")))
+    assert len(payload) == length, f"more came after the answer: {payload[length:]!r}"
+    return head.split(b"\r\n")[0], json.loads(payload)["error"]
+
+
+_BODY = _chat(False)
+
+
+@pytest.mark.parametrize("method, path, headers, body, said", [
+    ("GET", "/v1/models", [], b"", "The request has no Host header, which HTTP/1.1 requires; "
+     "send one with the host and port of the listener's URL (every HTTP client does)."),
+    ("GET", "/health", ["Host: 127.0.0.1", "Host: evil.example"], b"", "The Host header "
+     "'127.0.0.1,evil.example' is not one host name or address; send one, with the host and "
+     "port of the listener's URL."),
+    ("POST", "/v1/chat/completions", ["Host: 127.0.0.1", "Transfer-Encoding: chunked",
+                                      f"Content-Length: {len(_BODY)}"],
+     b"%x\r\n%s\r\n0\r\n\r\n" % (len(_BODY), _BODY), "The request has both a "
+     "Transfer-Encoding and a Content-Length header, which HTTP forbids; send only one of them."),
+    ("POST", "/v1/chat/completions", ["Host: 127.0.0.1", "Transfer-Encoding: gzip"], _BODY,
+     "The request's Transfer-Encoding 'gzip' is not read here; send the body with a "
+     "Content-Length or chunked (compressed, it takes Content-Encoding: gzip)."),
+    ("GET", "/v1/models", ["Host: 127.0.0.1", "Content-Length: -1"], b"",
+     "The Content-Length header ('-1') is not a byte count; send the body's length in bytes."),
+    ("GET", "/v1/models?" + "a=1&" * 5000, ["Host: 127.0.0.1"], b"",
+     "The request's query string cannot be read (Max number of fields exceeded); the listener "
+     "reads a request's fields from its JSON body, not its URL."),
+], ids=["no Host", "two Hosts", "chunked and a length", "gzip transfer coding",
+        "a length on a GET", "ten thousand query fields"])
+def test_a_request_http_refuses_is_answered_with_the_header_named(tiny_listener, method, path,
+                                                                  headers, body, said):
+    """tornado answered these with a bare "400 Bad Request" and no body."""
+    sent = _request(method, path, [*headers, f"Authorization: Bearer {tiny_listener.token}"],
+                    body)
+    status, error = _refusal(_exchange(tiny_listener, sent)[0])
+    assert status == b"HTTP/1.1 400 Bad Request"
+    assert error == {"message": said, "type": "invalid_request_error", "param": None,
+                     "code": None}
+    # The listener goes on serving.
+    assert httpx.get(f"{tiny_listener.url}/models", timeout=60,
+                     headers={"Authorization": f"Bearer {tiny_listener.token}"}
+                     ).status_code == 200

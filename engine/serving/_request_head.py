@@ -1,0 +1,125 @@
+"""``HeadChecked``: what the listener refuses from a request's head, before any handler runs.
+
+tornado refuses some requests itself, below the handlers: headers past its limit (it closes
+the connection), and whatever HTTP forbids (no ``Host``, a body framed both by
+``Content-Length`` and ``Transfer-Encoding``, a Content-Length that is no number), answered
+``HTTP/1.1 400 Bad Request`` with no body, and so no word of why. Checked here first, each is
+answered as every other refusal is: an OpenAI error object whose message names the header and
+the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tornado import httputil
+from tornado.iostream import StreamClosedError
+
+from .._errors import EngineRequestError
+from ._handlers import _error_object
+
+__all__ = ["HeadChecked", "MAX_HEADER_BYTES", "error_body"]
+
+MAX_HEADER_BYTES = 64 * 1024
+"""The most bytes of path and headers served (tornado's own limit, past which it closes
+without a word; the server reads further, to answer 431)."""
+
+
+def error_body(message: str) -> bytes:
+    """An OpenAI error object for an answer written below tornado's handlers."""
+    return json.dumps(_error_object(EngineRequestError(message))).encode()
+
+
+class HeadChecked(httputil.HTTPMessageDelegate):
+    """Hands a request on to ``delegate`` unless its head is refused: 431 for headers past
+    ``MAX_HEADER_BYTES`` (a browser's pile of localhost cookies, say), 400 for a head HTTP
+    forbids (``framing_problem``, or one tornado refuses as it reads it)."""
+
+    def __init__(self, delegate: httputil.HTTPMessageDelegate, connection) -> None:
+        self.delegate, self.connection, self.refused = delegate, connection, False
+
+    def headers_received(self, start_line, headers):
+        head = start_line.method == "HEAD"
+        problem = framing_problem(headers)
+        if problem is not None:
+            # tornado, reading the body after this, would refuse it again (a bare 400 after
+            # this answer): it reads none, and closes the connection once this is sent.
+            headers.pop("Transfer-Encoding", None)
+            headers["Content-Length"] = "0"
+        size = len(start_line.path) + sum(len(name) + len(value) + 4
+                                          for name, value in headers.get_all())
+        if size > MAX_HEADER_BYTES:
+            return self._refuse(431, "Request Header Fields Too Large", head,
+                                f"The request's path and headers are {size} bytes, over the "
+                                f"listener's limit of {MAX_HEADER_BYTES}; send fewer or shorter "
+                                "headers (cookies, say).")
+        if problem is None:
+            try:
+                return self.delegate.headers_received(start_line, headers)
+            except httputil.HTTPInputError as exc:  # no Host, say: the request is not built
+                problem = _unreadable(exc, headers)
+        return self._refuse(400, "Bad Request", head, problem)
+
+    async def _refuse(self, status: int, reason: str, head: bool, message: str) -> None:
+        self.refused = True
+        body = error_body(message)
+        try:
+            await self.connection.write_headers(
+                httputil.ResponseStartLine("HTTP/1.1", status, reason),
+                httputil.HTTPHeaders({"Content-Type": "application/json", "Connection": "close",
+                                      "Content-Length": str(len(body))}),
+                None if head else body)
+            # Finished before the body was read: tornado closes the connection once it is sent.
+            self.connection.finish()
+        except StreamClosedError:
+            pass
+
+    def data_received(self, chunk: bytes):
+        return None if self.refused else self.delegate.data_received(chunk)
+
+    def finish(self) -> None:
+        if not self.refused:
+            self.delegate.finish()
+
+    def on_connection_close(self) -> None:
+        if not self.refused:
+            self.delegate.on_connection_close()
+
+
+def framing_problem(headers: httputil.HTTPHeaders) -> str | None:
+    """Why the body's length cannot be known from ``headers`` as tornado reads it, or None.
+
+    Both a Content-Length and a Transfer-Encoding (RFC 9112 lets a server refuse it: two
+    parsers would end the body at different bytes), a transfer coding other than chunked,
+    and a Content-Length that is not one count of bytes (HTTP allows a list of equal ones)."""
+    coding, length = headers.get("Transfer-Encoding"), headers.get("Content-Length")
+    if coding is not None and length is not None:
+        return ("The request has both a Transfer-Encoding and a Content-Length header, which "
+                "HTTP forbids; send only one of them.")
+    if coding is not None and coding.lower() != "chunked":
+        return (f"The request's Transfer-Encoding {coding[:40]!r} is not read here; send the "
+                "body with a Content-Length or chunked (compressed, it takes "
+                "Content-Encoding: gzip).")
+    if length is not None:
+        counts = set(re.split(r",[ \t]*", length))  # (tornado's own reading)
+        # tornado's int() would also take " 5" or "²"
+        if len(counts) != 1 or not all(c.isascii() and c.isdigit() for c in counts):
+            return (f"The Content-Length header ({length[:40]!r}) is not a byte count; send "
+                    "the body's length in bytes.")
+    return None
+
+
+def _unreadable(exc: httputil.HTTPInputError, headers: httputil.HTTPHeaders) -> str:
+    """The sentence for a head tornado could not make a request of."""
+    said = str(exc)
+    if said.startswith("Missing Host"):
+        return ("The request has no Host header, which HTTP/1.1 requires; send one with the "
+                "host and port of the listener's URL (every HTTP client does).")
+    if "host header" in said.lower():
+        return (f"The Host header {headers.get('Host', '')[:100]!r} is not one host name or "
+                "address; send one, with the host and port of the listener's URL.")
+    if said.startswith("Invalid query string"):
+        return (f"The request's query string cannot be read ({said.partition(': ')[2][:100]}); "
+                "the listener reads a request's fields from its JSON body, not its URL.")
+    return f"The request is not valid HTTP ({said[:200]}); send it with an HTTP client."
