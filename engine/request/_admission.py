@@ -532,6 +532,9 @@ def _tool_choice(body, tools: tuple[dict, ...] | None) -> tuple[dict, ...] | Non
               "tool_choice")
     if not isinstance(choice, Mapping):
         _fail("'tool_choice' must be a string or an object naming a function.", "tool_choice")
+    if choice.get("type") == "allowed_tools":
+        _allowed_tools(choice, tools)
+        return tools
     fn = choice.get("function")
     if choice.get("type") != "function" or not isinstance(fn, Mapping) or not isinstance(
             fn.get("name"), str):
@@ -543,11 +546,41 @@ def _tool_choice(body, tools: tuple[dict, ...] | None) -> tuple[dict, ...] | Non
     return tools
 
 
+def _allowed_tools(choice: Mapping, tools: tuple[dict, ...] | None) -> tuple[str | None, tuple]:
+    """OpenAI's ``{"type": "allowed_tools", "allowed_tools": {"mode", "tools"}}``, checked:
+    (its mode, the names it allows). "required" forces a call of one of them; "auto" offers
+    every tool, as "auto" does (the prompt stays the one of the whole list)."""
+    spec = choice.get("allowed_tools")
+    mode = spec.get("mode", "auto") if isinstance(spec, Mapping) else None
+    listed = spec.get("tools") if isinstance(spec, Mapping) else None
+    if mode not in ("auto", "required") or not isinstance(listed, list) or not listed:
+        _fail("'tool_choice' allowed_tools must be {\"type\": \"allowed_tools\", "
+              "\"allowed_tools\": {\"mode\": \"auto\" or \"required\", \"tools\": "
+              "[{\"type\": \"function\", \"function\": {\"name\": ...}}, ...]}}.",
+              "tool_choice.allowed_tools")
+    offered = {t["function"]["name"] for t in tools or ()}
+    names = []
+    for i, tool in enumerate(listed):
+        fn = tool.get("function") if isinstance(tool, Mapping) else None
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        at = f"tool_choice.allowed_tools.tools[{i}]"
+        if not isinstance(name, str):
+            _fail(f"'{at}' must be {{\"type\": \"function\", \"function\": {{\"name\": "
+                  "...}}.", at)
+        if name not in offered:
+            _fail(f"'{at}' names the function {_shown(name)}, which is not in 'tools'.", at)
+        names.append(name)
+    return mode, tuple(dict.fromkeys(names))
+
+
 def _forced_call(body, tools: tuple[dict, ...] | None) -> tuple[str, ...] | None:
     """The tools one of which the reply must call (checked by ``_tool_choice`` already)."""
     choice = body.get("tool_choice")
     if choice == "required":
         return tuple(t["function"]["name"] for t in tools)
+    if isinstance(choice, Mapping) and choice.get("type") == "allowed_tools":
+        mode, names = _allowed_tools(choice, tools)
+        return names if mode == "required" else None
     if isinstance(choice, Mapping):
         return (choice["function"]["name"],)
     return None

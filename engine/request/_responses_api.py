@@ -229,8 +229,8 @@ def in_responses_terms(error: EngineRequestError, body: Mapping[str, Any]) -> En
         return _responses_path(chat, origins)
 
     fields = error.error
-    message = re.sub(r"'((?:messages|tools|max_tokens|response_format|logprobs|stream_options)"
-                     r"\b[^']*)'", lambda m: f"'{path(m[1])}'", fields["message"])
+    message = re.sub(r"'((?:messages|tools|max_tokens|response_format|logprobs|stream_options"
+                     r"|tool_choice)\b[^']*)'", lambda m: f"'{path(m[1])}'", fields["message"])
     param = fields.get("param")
     return EngineRequestError(message, param=path(param) if param else param,
                               type=fields["type"], code=fields.get("code"))
@@ -238,7 +238,8 @@ def in_responses_terms(error: EngineRequestError, body: Mapping[str, Any]) -> En
 
 _CALL_FIELDS = ((".function.arguments", ".arguments"), (".function.name", ".name"),
                 (".function", ""), (".id", ".call_id"))
-_RENAMED = (("max_tokens", "max_output_tokens"), ("response_format.json_schema", "text.format"),
+_RENAMED = (("tool_choice.allowed_tools.tools", "tool_choice.tools"),
+            ("tool_choice.allowed_tools", "tool_choice"), ("max_tokens", "max_output_tokens"), ("response_format.json_schema", "text.format"),
             ("response_format", "text.format"), ("logprobs", "include"),
             ("stream_options", "stream"))
 
@@ -324,7 +325,12 @@ def _tool_choice(choice: Any) -> Any:
         if not isinstance(choice.get("tools"), list):  # (OpenAI's shape, which is echoed)
             _fail("'tool_choice.tools' must list the allowed tools, e.g. [{\"type\": "
                   "\"function\", \"name\": ...}].", "tool_choice.tools")
-        return choice.get("mode", "auto")  # (every tool stays offered: the prompt is the same)
+        if choice.get("mode") != "required":
+            return "auto"  # (every tool stays offered: the prompt is the same)
+        # Forced to one of the listed tools only (as "required" it could call any tool).
+        return {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+            {"type": "function", "function": {"name": t.get("name")}} if isinstance(t, dict)
+            else t for t in choice["tools"]]}}
     _fail(f"'tool_choice' {_shown(choice)[:60]} is not supported; send \"auto\", \"none\", "
           "{\"type\": \"allowed_tools\", \"mode\": \"auto\", ...} or {\"type\": "
           "\"function\", \"name\": ...}.", "tool_choice")
