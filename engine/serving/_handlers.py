@@ -292,7 +292,16 @@ class ModelsHandler(_Base):
     head = get
 
 
+class _EveryMethod:
+    def __contains__(self, method: object) -> bool:
+        return True
+
+
 class NotFoundHandler(_Base):
+    SUPPORTED_METHODS = _EveryMethod()  # type: ignore[assignment]
+    """A path nobody serves is a 404 whatever the method: tornado would answer a method it
+    does not know (PROPFIND, TRACE, a typo) 405, allowing only OPTIONS there."""
+
     def prepare(self) -> None:
         self.fail(404, f"There is no endpoint {_cut(self.request.path)}; use /v1/chat/completions, "
                        "/v1/responses, /v1/completions, /v1/models or /health.", code="not_found")

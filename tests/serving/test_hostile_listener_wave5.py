@@ -121,3 +121,13 @@ def test_a_request_http_refuses_is_answered_with_the_header_named(tiny_listener,
     assert httpx.get(f"{tiny_listener.url}/models", timeout=60,
                      headers={"Authorization": f"Bearer {tiny_listener.token}"}
                      ).status_code == 200
+
+
+@pytest.mark.parametrize("method", ["GET", "POST", "PROPFIND", "TRACE", "FOO"])
+def test_a_path_nobody_serves_is_a_404_whatever_the_method(tiny_listener, method):
+    reply = httpx.request(method, f"{tiny_listener.url}/nope", timeout=60,
+                          headers={"Authorization": f"Bearer {tiny_listener.token}"})
+    assert reply.status_code == 404, reply.text
+    assert reply.json()["error"]["message"] == (
+        "There is no endpoint /v1/nope; use /v1/chat/completions, /v1/responses, "
+        "/v1/completions, /v1/models or /health.")
