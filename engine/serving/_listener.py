@@ -32,7 +32,7 @@ from .._errors import EngineError
 from ._handlers import (
     CompletionsHandler, Deliveries, HealthHandler, ModelsHandler, NotFoundHandler, ServedRequest,
 )
-from ._request_head import HeadChecked, error_body
+from ._request_head import HeadChecked, error_body, explain_refusals
 
 __all__ = ["Listener", "DEFAULT_PORT", "MAX_BODY_BYTES", "bind"]
 
@@ -237,6 +237,7 @@ class _CappedServer(HTTPServer):
                       address[0] if address else "?")
             await _refuse_tls(stream)
         else:
+            explain_refusals(stream)
             super().handle_stream(stream, address)
 
     def start_request(self, server_conn, request_conn) -> httputil.HTTPMessageDelegate:

@@ -5,13 +5,15 @@ the connection), and whatever HTTP forbids (no ``Host``, a body framed both by
 ``Content-Length`` and ``Transfer-Encoding``, a Content-Length that is no number), answered
 ``HTTP/1.1 400 Bad Request`` with no body, and so no word of why. Checked here first, each is
 answered as every other refusal is: an OpenAI error object whose message names the header and
-the fix.
+the fix. What tornado refuses later, as it reads them (a malformed header line, a chunked body
+whose framing breaks), it still answers itself; ``explain_refusals`` gives that answer a body.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 
 from tornado import httputil
 from tornado.iostream import StreamClosedError
@@ -19,7 +21,7 @@ from tornado.iostream import StreamClosedError
 from .._errors import EngineRequestError
 from ._handlers import _error_object
 
-__all__ = ["HeadChecked", "MAX_HEADER_BYTES", "error_body"]
+__all__ = ["HeadChecked", "MAX_HEADER_BYTES", "error_body", "explain_refusals"]
 
 MAX_HEADER_BYTES = 64 * 1024
 """The most bytes of path and headers served (tornado's own limit, past which it closes
@@ -123,3 +125,45 @@ def _unreadable(exc: httputil.HTTPInputError, headers: httputil.HTTPHeaders) -> 
         return (f"The request's query string cannot be read ({said.partition(': ')[2][:100]}); "
                 "the listener reads a request's fields from its JSON body, not its URL.")
     return f"The request is not valid HTTP ({said[:200]}); send it with an HTTP client."
+
+
+_BARE_REFUSAL = b"HTTP/1.1 400 Bad Request\r\n\r\n"
+"""What tornado writes for a request it cannot read (``HTTP1Connection._read_message``)."""
+
+
+def explain_refusals(stream) -> None:
+    """Have ``stream``'s bare refusals say why, as JSON with one sentence.
+
+    tornado writes ``_BARE_REFUSAL`` in the ``except HTTPInputError`` that caught what it
+    could not read, and nothing else: its write is swapped for the same status with the
+    reason's sentence (the exception being handled is the reason). Should tornado change
+    how it refuses, the refusal is only bare again.
+    """
+    write = stream.write
+
+    def explained(data, *args, **kwargs):
+        reason = sys.exc_info()[1]
+        if data == _BARE_REFUSAL and isinstance(reason, httputil.HTTPInputError):
+            body = error_body(_unread(str(reason)))
+            data = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        return write(data, *args, **kwargs)
+    stream.write = explained
+
+
+def _unread(said: str) -> str:
+    """The sentence for what tornado could not read, from its own words."""
+    if said == "invalid chunk size":
+        return ("A chunk-size line of the chunked body is not a hexadecimal byte count (chunk "
+                "extensions are not read); send each chunk as its size in hex, CRLF, its bytes, "
+                "CRLF, or the body with a Content-Length.")
+    if said == "improperly terminated chunked request":
+        return ("The chunked body does not end with a zero-size chunk and an empty line "
+                "(trailer fields are not read); end it so, or send the body with a "
+                "Content-Length.")
+    if said == "improperly terminated chunk":
+        return ("A chunk of the chunked body is longer than its size line says; send each "
+                "chunk's size in hex, or the body with a Content-Length.")
+    return (f"The request is not valid HTTP/1.1 ({said[:200]}); send it with an HTTP client "
+            "library, or as one request line, header lines and an empty line, each ending in "
+            "CRLF.")

@@ -131,3 +131,46 @@ def test_a_path_nobody_serves_is_a_404_whatever_the_method(tiny_listener, method
     assert reply.json()["error"]["message"] == (
         "There is no endpoint /v1/nope; use /v1/chat/completions, /v1/responses, "
         "/v1/completions, /v1/models or /health.")
+
+
+def _chunked_post(token: str, chunks: bytes) -> bytes:
+    return _request("POST", "/v1/chat/completions", [
+        "Host: 127.0.0.1", f"Authorization: Bearer {token}", "Transfer-Encoding: chunked"],
+        chunks)
+
+
+@pytest.mark.parametrize("chunks, said", [
+    (b"zz\r\n" + _BODY + b"\r\n0\r\n\r\n", "A chunk-size line of the chunked body is not a "
+     "hexadecimal byte count (chunk extensions are not read); send each chunk as its size in "
+     "hex, CRLF, its bytes, CRLF, or the body with a Content-Length."),
+    (b"%x;name=value\r\n%s\r\n0\r\n\r\n" % (len(_BODY), _BODY), "A chunk-size line of the "
+     "chunked body is not a hexadecimal byte count (chunk extensions are not read); send each "
+     "chunk as its size in hex, CRLF, its bytes, CRLF, or the body with a Content-Length."),
+    (b"%x\r\n%s\r\n0\r\nX-Checksum: 1\r\n\r\n" % (len(_BODY), _BODY), "The chunked body does "
+     "not end with a zero-size chunk and an empty line (trailer fields are not read); end it "
+     "so, or send the body with a Content-Length."),
+    (b"5\r\n" + _BODY + b"\r\n0\r\n\r\n", "A chunk of the chunked body is longer than its "
+     "size line says; send each chunk's size in hex, or the body with a Content-Length."),
+], ids=["not hex", "a chunk extension", "a trailer", "a chunk past its size"])
+def test_a_chunked_body_whose_framing_breaks_is_a_400_that_says_where(tiny_listener, chunks,
+                                                                      said):
+    status, error = _refusal(_exchange(tiny_listener,
+                                       _chunked_post(tiny_listener.token, chunks))[0])
+    assert (status, error["message"]) == (b"HTTP/1.1 400 Bad Request", said)
+
+
+@pytest.mark.parametrize("sent, reason", [
+    (b"GET /health\r\n\r\n", "Malformed HTTP request line"),
+    (b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header: 1\r\n\r\n",
+     "Invalid header name 'Bad Header'"),
+    (b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: a\r\n b\r\n\r\n",
+     "header line cannot start with whitespace, folding not supported"),
+], ids=["HTTP/0.9", "a space in a header name", "a folded header"])
+def test_a_request_that_is_not_http11_is_a_400_that_quotes_why(tiny_listener, sent, reason):
+    status, error = _refusal(_exchange(tiny_listener, sent)[0])
+    assert status == b"HTTP/1.1 400 Bad Request"
+    assert error["message"] == (f"The request is not valid HTTP/1.1 ({reason}); send it with an "
+                                "HTTP client library, or as one request line, header lines and "
+                                "an empty line, each ending in CRLF.")
+    assert httpx.get(f"{tiny_listener.url.removesuffix('/v1')}/health", timeout=60
+                     ).status_code == 200
