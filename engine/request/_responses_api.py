@@ -239,7 +239,8 @@ def in_responses_terms(error: EngineRequestError, body: Mapping[str, Any]) -> En
 _CALL_FIELDS = ((".function.arguments", ".arguments"), (".function.name", ".name"),
                 (".function", ""), (".id", ".call_id"))
 _RENAMED = (("tool_choice.allowed_tools.tools", "tool_choice.tools"),
-            ("tool_choice.allowed_tools", "tool_choice"), ("max_tokens", "max_output_tokens"), ("response_format.json_schema", "text.format"),
+            ("tool_choice.allowed_tools", "tool_choice"), ("max_tokens", "max_output_tokens"),
+            ("response_format.json_schema", "text.format"),
             ("response_format", "text.format"), ("logprobs", "include"),
             ("stream_options", "stream"))
 
