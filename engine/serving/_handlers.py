@@ -345,6 +345,10 @@ class CompletionsHandler(_Base):
         self.parts: list[bytes] = []
         self.size = 0
         """Bytes of the body read so far, decompressed."""
+        self.received = 0
+        """Bytes of the body read so far, as sent."""
+        self.stalled: asyncio.TimerHandle | None = None
+        """Answers 408 if the body has not come whole within the listener's body_timeout."""
         self.decoder: Any = None
         """A zlib decompressor for a gzip or deflate body (``Content-Encoding``)."""
         self.window = 0
@@ -377,6 +381,27 @@ class CompletionsHandler(_Base):
         # A chunked body has no length up front: data_received counts it. (tornado's own limit
         # would end the connection with a bare 400, so it is lifted for this request.)
         self.request.connection.set_max_body_size(2**62)
+        self.stalled = asyncio.get_running_loop().call_later(self.listener.body_timeout,
+                                                             self._body_stalled)
+
+    def _body_stalled(self) -> None:
+        """The body has not come whole in time: a Content-Length larger than the body sent,
+        or a chunked body never ended. Answered, the client that waits for its reply learns
+        why; tornado would close the connection without a word."""
+        if self.body_read or self._finished or self.gone:
+            return
+        length = self.request.headers.get("Content-Length")
+        waited = f"{self.listener.body_timeout:g} s"
+        if length is not None:
+            announced = re.split(r",[ \t]*", length)[0]
+            message = (f"The request body stopped coming after {self.received} of the "
+                       f"{announced} bytes its Content-Length announced "
+                       f"({waited}); send them all, or a Content-Length that counts the body's "
+                       "bytes.")
+        else:
+            message = (f"The chunked request body stopped coming after {self.received} bytes "
+                       f"({waited}) without its last, zero-size chunk; end the body with one.")
+        asyncio.ensure_future(self._refuse(408, message, code="request_timeout"))
 
     async def _refuse_body(self, limit: int) -> None:
         unpacked = ", decompressed," if self.decoder is not None else ""
@@ -401,6 +426,7 @@ class CompletionsHandler(_Base):
     async def data_received(self, chunk: bytes) -> None:
         if self._finished:
             return  # refused; the connection is closing
+        self.received += len(chunk)
         limit = self.listener.max_body_bytes
         if self.decoder is not None:
             try:
@@ -440,10 +466,14 @@ class CompletionsHandler(_Base):
 
     def on_connection_close(self) -> None:
         super().on_connection_close()
+        if self.stalled is not None:
+            self.stalled.cancel()
         self._client_gone()
 
     async def post(self) -> None:
         self.body_read = True
+        if self.stalled is not None:
+            self.stalled.cancel()
         if self.decoder is not None and not self.decoder.eof:
             await self._refuse_encoding()
             return

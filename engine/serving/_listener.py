@@ -41,7 +41,9 @@ DEFAULT_PORT = 8080
 MAX_BODY_BYTES = 8 * 1024 * 1024
 """Largest request body accepted (413 above it)."""
 _log = logging.getLogger("mlx_notebook.engine.serving")
-_BODY_TIMEOUT_S = 120.0
+BODY_TIMEOUT_S = 120.0
+"""Seconds a request's body may take to come whole (``Listener.body_timeout``)."""
+_BACKSTOP_S = 5.0  # (tornado's own timeout, after the handlers' answer, closes without one)
 _READ_HEADER_BYTES = 256 * 1024  # read this far past MAX_HEADER_BYTES to answer 431, not close
 _HEADER_TIMEOUT_S = 30.0
 # A connection that has not sent a whole request head by then (an idle keep-alive, a
@@ -102,6 +104,9 @@ class Listener:
         self.token_generated = token is None
         self.token = _new_token() if token is None else token
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = BODY_TIMEOUT_S
+        """Seconds a request's body may take to come whole before it is answered 408 (set
+        before ``start``)."""
         self.allowed_origins = _origins(allowed_origins)
         self.created = int(time.time())
         self._served: dict[str, tuple[ServedRequest, Any]] = {}  # id -> (record, handle)
@@ -129,9 +134,11 @@ class Listener:
         asyncio.set_event_loop(loop)
         self._loop = loop
         self.deliveries = Deliveries(loop)
-        # A client that stops sending its body mid-way is dropped after _BODY_TIMEOUT_S.
+        # A client that stops sending its body mid-way is answered 408 by the completion
+        # handlers after body_timeout; tornado drops one on another endpoint a little later.
         server = _CappedServer(self._application(), max_body_size=self.max_body_bytes,
-                               body_timeout=_BODY_TIMEOUT_S, max_header_size=_READ_HEADER_BYTES,
+                               body_timeout=self.body_timeout + _BACKSTOP_S,
+                               max_header_size=_READ_HEADER_BYTES,
                                idle_connection_timeout=_HEADER_TIMEOUT_S)
         server.add_sockets(sockets)
         self._server = server

@@ -174,3 +174,31 @@ def test_a_request_that_is_not_http11_is_a_400_that_quotes_why(tiny_listener, se
                                 "an empty line, each ending in CRLF.")
     assert httpx.get(f"{tiny_listener.url.removesuffix('/v1')}/health", timeout=60
                      ).status_code == 200
+
+
+@pytest.mark.parametrize("framing, sent, said", [
+    (f"Content-Length: {len(_BODY) + 10}", _BODY,
+     f"The request body stopped coming after {len(_BODY)} of the {len(_BODY) + 10} bytes its "
+     "Content-Length announced (1 s); send them all, or a Content-Length that counts the "
+     "body's bytes."),
+    ("Transfer-Encoding: chunked", b"%x\r\n%s\r\n" % (len(_BODY), _BODY),
+     f"The chunked request body stopped coming after {len(_BODY)} bytes (1 s) without its "
+     "last, zero-size chunk; end the body with one."),
+], ids=["a Content-Length past the body", "a chunked body never ended"])
+def test_a_body_that_stops_coming_is_a_408_that_says_how_much_came(tiny_engine, framing, sent,
+                                                                   said):
+    """A client that announced more than it sent waits for its reply: it gets one, saying
+    why (tornado closed the connection without a word after two minutes)."""
+    from mlx_notebook.engine.serving import Listener
+
+    listener = Listener(tiny_engine, port=0, token="")
+    listener.body_timeout = 1.0
+    with listener:
+        answer, seconds = _exchange(listener, _request(
+            "POST", "/v1/chat/completions", ["Host: 127.0.0.1", framing], sent))
+        status, error = _refusal(answer)
+        assert status == b"HTTP/1.1 408 Request Timeout" and seconds < 5
+        assert error == {"message": said, "type": "invalid_request_error", "param": None,
+                         "code": "request_timeout"}
+        reply = httpx.post(f"{listener.url}/chat/completions", content=_BODY, timeout=60)
+        assert reply.status_code == 200, reply.text
