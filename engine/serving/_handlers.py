@@ -477,9 +477,13 @@ class CompletionsHandler(_Base):
         if self.decoder is not None and not self.decoder.eof:
             await self._refuse_encoding()
             return
+        if not self.parts:  # (curl -X POST without -d, a body the client forgot)
+            self.fail(400, "The request has no body; send the request's fields as a JSON "
+                           "object, e.g. {\"messages\": [...]}.")
+            return
         odd: list[str] = []  # NaN, Infinity or 1e999 as sent: Python's json reads them
         try:
-            body = json.loads(b"".join(self.parts) or b"null",
+            body = json.loads(b"".join(self.parts),
                               parse_constant=functools.partial(_odd_number, odd),
                               parse_float=functools.partial(_odd_number, odd))
         except (ValueError, RecursionError) as exc:  # bad bytes or syntax, a 5,000-digit number
@@ -487,7 +491,8 @@ class CompletionsHandler(_Base):
                            "JSON object.")
             return
         if not isinstance(body, dict):
-            self.fail(400, "The request body must be a JSON object.")
+            self.fail(400, f"The request body must be a JSON object of the request's fields, "
+                           f"not {_json_kind(body)}.")
             return
         if odd:
             # No JSON parser but Python's reads them, and a reply echoes parts of the body (a
@@ -785,6 +790,14 @@ def _loopback_name(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, as a sentence names it ("an array")."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return {list: "an array", str: "a string", int: "a number", float: "a number",
+            type(None): "null"}.get(type(value), type(value).__name__)
 
 
 def _odd_number(odd: list[str], text: str) -> float:

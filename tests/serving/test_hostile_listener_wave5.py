@@ -202,3 +202,20 @@ def test_a_body_that_stops_coming_is_a_408_that_says_how_much_came(tiny_engine, 
                          "code": "request_timeout"}
         reply = httpx.post(f"{listener.url}/chat/completions", content=_BODY, timeout=60)
         assert reply.status_code == 200, reply.text
+
+
+@pytest.mark.parametrize("body, said", [
+    (b"", "The request has no body; send the request's fields as a JSON object, e.g. "
+          "{\"messages\": [...]}."),
+    (b"[" + _BODY + b"]", "The request body must be a JSON object of the request's fields, "
+                          "not an array."),
+    (b'"Hi"', "The request body must be a JSON object of the request's fields, not a string."),
+    (b"null", "The request body must be a JSON object of the request's fields, not null."),
+    (b"false", "The request body must be a JSON object of the request's fields, not false."),
+], ids=["none", "an array", "a string", "null", "false"])
+@pytest.mark.parametrize("path", ["chat/completions", "responses"])
+def test_a_body_that_is_no_json_object_is_named_for_what_it_is(tiny_listener, path, body, said):
+    reply = httpx.post(f"{tiny_listener.url}/{path}", content=body, timeout=60,
+                       headers={"Authorization": f"Bearer {tiny_listener.token}",
+                                "Content-Type": "application/json"})
+    assert (reply.status_code, reply.json()["error"]["message"]) == (400, said)
