@@ -209,6 +209,14 @@ class _Base(RequestHandler):
                                "type": "server_error" if status_code >= 500 else
                                "invalid_request_error", "param": None, "code": None}})
 
+    def say_close(self) -> None:
+        """Answer ``Connection: close`` (the connection ends after this answer).
+
+        tornado answers every HTTP/1.0 request that asked for keep-alive "Keep-Alive", over
+        this header, even on a connection it then closes: the request's own header goes."""
+        self.request.headers.pop("Connection", None)
+        self.set_header("Connection", "close")
+
     def authorized(self) -> bool:
         """True, or the request has been answered with 401 (no token or a wrong one) or 403.
 
@@ -414,11 +422,11 @@ class CompletionsHandler(_Base):
             # Answered before its body is read (a wrong token, a body too large), after which
             # tornado closes the connection: the answer says so, or a client that reuses the
             # connection for its next request finds it reset.
-            self.set_header("Connection", "close")
+            self.say_close()
         return super().fail(status, message, **kwargs)
 
     async def _refuse(self, status: int, message: str, code: str | None = None) -> None:
-        self.set_header("Connection", "close")
+        self.say_close()
         await self.fail(status, message, code=code)
         # The body is never read: close rather than let tornado answer it a second time.
         self.request.connection.close()
@@ -607,8 +615,7 @@ class CompletionsHandler(_Base):
         self.set_header("Content-Type", _EVENT_STREAM)
         self.set_header("Cache-Control", "no-cache")
         if self.request.version == "HTTP/1.0":
-            self.request.headers.pop("Connection", None)  # (tornado answers it "Keep-Alive")
-            self.set_header("Connection", "close")
+            self.say_close()
             self.close_when_sent = True
 
     def finish(self, chunk: Any = None) -> "asyncio.Future":

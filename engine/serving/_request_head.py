@@ -52,7 +52,7 @@ class HeadChecked(httputil.HTTPMessageDelegate):
         size = len(start_line.path) + sum(len(name) + len(value) + 4
                                           for name, value in headers.get_all())
         if size > MAX_HEADER_BYTES:
-            return self._refuse(431, "Request Header Fields Too Large", head,
+            return self._refuse(431, "Request Header Fields Too Large", headers, head,
                                 f"The request's path and headers are {size} bytes, over the "
                                 f"listener's limit of {MAX_HEADER_BYTES}; send fewer or shorter "
                                 "headers (cookies, say).")
@@ -61,10 +61,13 @@ class HeadChecked(httputil.HTTPMessageDelegate):
                 return self.delegate.headers_received(start_line, headers)
             except httputil.HTTPInputError as exc:  # no Host, say: the request is not built
                 problem = _unreadable(exc, headers)
-        return self._refuse(400, "Bad Request", head, problem)
+        return self._refuse(400, "Bad Request", headers, head, problem)
 
-    async def _refuse(self, status: int, reason: str, head: bool, message: str) -> None:
+    async def _refuse(self, status: int, reason: str, headers: httputil.HTTPHeaders, head: bool,
+                      message: str) -> None:
         self.refused = True
+        # (tornado would answer an HTTP/1.0 request that asked for keep-alive "Keep-Alive")
+        headers.pop("Connection", None)
         body = error_body(message)
         try:
             await self.connection.write_headers(

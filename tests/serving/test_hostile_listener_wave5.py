@@ -219,3 +219,26 @@ def test_a_body_that_is_no_json_object_is_named_for_what_it_is(tiny_listener, pa
                        headers={"Authorization": f"Bearer {tiny_listener.token}",
                                 "Content-Type": "application/json"})
     assert (reply.status_code, reply.json()["error"]["message"]) == (400, said)
+
+
+@pytest.mark.parametrize("token, length, headers", [
+    ("wrong", None, []),
+    (None, "99999999999", []),
+    (None, "-1", []),
+    (None, None, ["Cookie: " + "a" * 70_000]),
+], ids=["a wrong token", "a body over the limit", "a length that is no count",
+        "headers over the limit"])
+def test_an_http10_keep_alive_request_refused_unread_says_the_connection_closes(
+        tiny_listener, token, length, headers):
+    """Refused before its body is read, a request's connection closes: an HTTP/1.0 client
+    that asked for keep-alive (``ab -k``) must read "close", not "Keep-Alive", or it sends
+    its next request into a closed connection."""
+    body = _chat(False)
+    sent = _request("POST", "/v1/chat/completions", [
+        f"Authorization: Bearer {token or tiny_listener.token}", "Connection: keep-alive",
+        f"Content-Length: {length or len(body)}", *headers], body, version="HTTP/1.0")
+    answer, _ = _exchange(tiny_listener, sent + _request("GET", "/health", [],
+                                                         version="HTTP/1.0"))
+    status, _ = _refusal(answer)  # the one answer, saying close
+    assert status.startswith(b"HTTP/1.1 4")
+    assert b"keep-alive" not in answer.lower()
