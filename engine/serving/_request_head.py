@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from urllib.parse import urlsplit, urlunsplit
 
 from tornado import httputil
 from tornado.iostream import StreamClosedError
@@ -57,6 +58,7 @@ class HeadChecked(httputil.HTTPMessageDelegate):
                                 f"listener's limit of {MAX_HEADER_BYTES}; send fewer or shorter "
                                 "headers (cookies, say).")
         if problem is None:
+            start_line = _origin_form(start_line, headers)
             try:
                 return self.delegate.headers_received(start_line, headers)
             except httputil.HTTPInputError as exc:  # no Host, say: the request is not built
@@ -113,6 +115,19 @@ def framing_problem(headers: httputil.HTTPHeaders) -> str | None:
             return (f"The Content-Length header ({length[:40]!r}) is not a byte count; send "
                     "the body's length in bytes.")
     return None
+
+
+def _origin_form(start_line: httputil.RequestStartLine,
+                 headers: httputil.HTTPHeaders) -> httputil.RequestStartLine:
+    """``start_line`` with an absolute-form target (``POST http://host/v1/...``, as sent to a
+    proxy) as the path it names, and ``headers``' Host as its host: RFC 9112 (3.2.2) has a
+    server accept that form and take the host from it (tornado would route the whole URL,
+    a 404)."""
+    target = urlsplit(start_line.path)
+    if target.scheme.lower() not in ("http", "https") or not target.netloc:
+        return start_line
+    headers["Host"] = target.netloc
+    return start_line._replace(path=urlunsplit(("", "", target.path or "/", target.query, "")))
 
 
 def _unreadable(exc: httputil.HTTPInputError, headers: httputil.HTTPHeaders) -> str:

@@ -242,3 +242,28 @@ def test_an_http10_keep_alive_request_refused_unread_says_the_connection_closes(
     status, _ = _refusal(answer)  # the one answer, saying close
     assert status.startswith(b"HTTP/1.1 4")
     assert b"keep-alive" not in answer.lower()
+
+
+def test_a_request_naming_its_whole_url_is_served_as_its_path(tiny_listener):
+    """RFC 9112 has a server accept the absolute form a client sends a proxy."""
+    body = _chat(False)
+    answer, _ = _exchange(tiny_listener, _request(
+        "POST", f"http://127.0.0.1:{tiny_listener.port}/v1/chat/completions?x=1",
+        ["Host: 127.0.0.1", f"Authorization: Bearer {tiny_listener.token}",
+         f"Content-Length: {len(body)}", "Connection: close"], body))
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), answer
+    assert json.loads(payload)["usage"]["completion_tokens"] == 3
+
+
+def test_a_whole_url_naming_another_host_is_refused_without_a_token(tiny_engine):
+    """Its host is the request's host: one that is no loopback name is refused, as the same
+    name in a Host header is (a DNS-rebinding page)."""
+    from mlx_notebook.engine.serving import Listener
+
+    with Listener(tiny_engine, port=0, token="") as listener:
+        answer, _ = _exchange(listener, _request(
+            "GET", "http://evil.example/v1/models", ["Host: 127.0.0.1", "Connection: close"]))
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 403"), answer
+    assert json.loads(payload)["error"]["code"] == "host_not_allowed"
