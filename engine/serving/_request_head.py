@@ -59,6 +59,11 @@ class HeadChecked(httputil.HTTPMessageDelegate):
                                 "headers (cookies, say).")
         if problem is None:
             start_line = _origin_form(start_line, headers)
+            if headers.get("Expect", "").lower() == "100-continue":
+                # Java's HttpClient sends "100-Continue" and waits for the 100 (forever, before
+                # JDK 24) that tornado sends only to the lowercase spelling; RFC 9110 (10.1.1)
+                # has the value case-insensitive.
+                headers["Expect"] = "100-continue"
             try:
                 return self.delegate.headers_received(start_line, headers)
             except httputil.HTTPInputError as exc:  # no Host, say: the request is not built

@@ -267,3 +267,19 @@ def test_a_whole_url_naming_another_host_is_refused_without_a_token(tiny_engine)
     head, _, payload = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 403"), answer
     assert json.loads(payload)["error"]["code"] == "host_not_allowed"
+
+
+@pytest.mark.parametrize("expect", ["100-continue", "100-Continue", "100-CONTINUE"])
+def test_expect_100_continue_is_answered_in_any_case(tiny_listener, expect):
+    """Java's HttpClient sends "Expect: 100-Continue" and sends no body before the 100."""
+    body = _chat(False)
+    with socket.create_connection((tiny_listener.host, tiny_listener.port), timeout=5) as sock:
+        sock.sendall(_request("POST", "/v1/chat/completions", [
+            "Host: 127.0.0.1", f"Authorization: Bearer {tiny_listener.token}",
+            f"Expect: {expect}", f"Content-Length: {len(body)}", "Connection: close"]))
+        assert sock.recv(1024).startswith(b"HTTP/1.1 100 ")
+        sock.sendall(body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 OK"), answer
