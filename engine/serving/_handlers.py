@@ -311,8 +311,17 @@ class NotFoundHandler(_Base):
     does not know (PROPFIND, TRACE, a typo) 405, allowing only OPTIONS there."""
 
     def prepare(self) -> None:
+        stored = _STORED_RESPONSE.fullmatch(self.request.path)
+        if stored:  # the openai SDK's responses.retrieve, .delete, .cancel, .input_items.list
+            self.fail(404, f"The response {_cut(stored[1])!r} is not stored: this server stores "
+                           "no responses (each says \"store\": false); keep the one you got, "
+                           "and send the whole conversation in 'input'.", code="not_found")
+            return
         self.fail(404, f"There is no endpoint {_cut(self.request.path)}; use /v1/chat/completions, "
                        "/v1/responses, /v1/completions, /v1/models or /health.", code="not_found")
+
+
+_STORED_RESPONSE = re.compile(r"(?:/v1)?/responses/(resp_[^/]+)(?:/(?:cancel|input_items)?)?")
 
 
 # zlib's window bits for a compressed request body: gzip's format, or zlib's (which HTTP

@@ -283,3 +283,20 @@ def test_expect_100_continue_is_answered_in_any_case(tiny_listener, expect):
         while chunk := sock.recv(65536):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 200 OK"), answer
+
+
+def test_asking_for_a_stored_response_says_none_is_stored(tiny_listener):
+    """The SDK's ``responses.retrieve`` was told there is no endpoint /v1/responses/..., "use
+    /v1/responses": the endpoint it had just used."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=tiny_listener.url, api_key=tiny_listener.token,
+                           max_retries=0)
+    made = client.responses.create(model="default_model", input="Hi", max_output_tokens=2)
+    said = (f"The response '{made.id}' is not stored: this server stores no responses (each "
+            "says \"store\": false); keep the one you got, and send the whole conversation in "
+            "'input'.")
+    for ask in (client.responses.retrieve, client.responses.delete, client.responses.cancel,
+                client.responses.input_items.list):
+        with pytest.raises(openai.NotFoundError) as refused:
+            ask(made.id)
+        assert refused.value.body["message"] == said
