@@ -247,29 +247,41 @@ def _mlx_prefix_cache(engine: Engine, tokens: list[int]) -> list:
     return cache
 
 
-def follow_up(engine: Engine, history: int, rounds: int) -> dict:
+def follow_up(engine: Engine, history: int, rounds: int, new_questions: bool = False) -> dict:
     """A follow-up turn's time to first text, served from the prompt cache, against the same
     turn cold; and the same for mlx-lm itself, as mlx_lm.server serves it (a deep copy of the
     cached prefix the engine reused, then ``stream_generate`` over the rest), so that the
-    engine's ratio can be read against what mlx-lm's own cache reaches."""
-    first_turn = [{"role": "user", "content": f"My notes: {_sized_text(engine, history)} "
-                                              "Summarize them."}]
+    engine's ratio can be read against what mlx-lm's own cache reaches.
+
+    ``new_questions``: each round's notes and question are longer than the round before's, so
+    every forward pass meets shapes not seen before, as a real conversation's do (on CUDA,
+    mlx builds a cuDNN attention plan per new shape); otherwise rounds repeat one turn."""
+    notes = _sized_text(engine, history)
     warm, cold, mlx_warm, mlx_cold = [], [], [], []
-    for _ in range(rounds):
+    for r in range(rounds + new_questions):  # (new: round 0 is a warm-up, dropped)
+        more = r if new_questions else 0
+        first_turn = [{"role": "user", "content": f"My notes: {notes}{' Gulls.' * more} "
+                                                  "Summarize them."}]
         engine.clear_prompt_cache()
         reply = engine.chat_completions({"messages": first_turn, "max_tokens": 16})
+        question = "Which ship came last?" + " And why?" * more
         body = {"messages": first_turn + [reply["choices"][0]["message"],
-                                          {"role": "user", "content": "Which ship came last?"}],
+                                          {"role": "user", "content": question}],
                 "max_tokens": 2}
         seconds, _, _, reused = _engine_run(engine, body)
         warm.append(seconds)
         engine.clear_prompt_cache()
         cold.append(_engine_run(engine, body)[0])
         tokens = list(engine.inspect(body).token_ids)
-        prefix = _mlx_prefix_cache(engine, tokens[:reused])
-        mlx_warm.append(_mlx_first_text(engine, tokens[reused:], copy.deepcopy(prefix)))
-        mlx_cold.append(_mlx_first_text(engine, tokens))
+        # (new questions: mlx-lm's turns one token apart from the engine's, so that they meet
+        # no shape the engine's met)
+        split = reused - new_questions
+        prefix = _mlx_prefix_cache(engine, tokens[:split])
+        mlx_warm.append(_mlx_first_text(engine, tokens[split:], copy.deepcopy(prefix)))
+        mlx_cold.append(_mlx_first_text(engine, tokens[new_questions:]))
         del prefix
+        if new_questions and r == 0:
+            warm, cold, mlx_warm, mlx_cold = [], [], [], []
     return {"ratio": min(warm) / min(cold), "prompt_tokens": len(tokens), "cached_tokens": reused,
             "warm_ms": min(warm) * 1e3, "cold_ms": min(cold) * 1e3,
             "mlx_ratio": min(mlx_warm) / min(mlx_cold), "mlx_warm_ms": min(mlx_warm) * 1e3,
@@ -403,8 +415,8 @@ def bench_model(path: Path, args) -> dict:
     row: dict = {"memory_at_start_mb": {"active": mx.get_active_memory() >> 20,
                                         "cache": mx.get_cache_memory() >> 20}}
     print(f"  memory at start {row['memory_at_start_mb']}", flush=True)
-    with Engine(str(path), dtype="keep", progress=False,
-                fused_first_token=args.fused_first_token) as engine:
+    with Engine(str(path), dtype="keep", progress=False, fused_first_token=args.fused_first_token,
+                cudnn_for_few_rows=args.cudnn_for_few_rows) as engine:
         row["single"] = single_stream(engine, args.tokens, args.rounds)
         print(f"  single stream {row['single']}", flush=True)
         row["aggregate"] = {}
@@ -416,6 +428,10 @@ def bench_model(path: Path, args) -> dict:
             print(f"  profile N={n} {row['profile'][n]}", flush=True)
         row["follow_up"] = {h: follow_up(engine, h, args.rounds) for h in args.history}
         print(f"  follow-up {row['follow_up']}", flush=True)
+        if args.new_questions:
+            row["follow_up_new"] = {h: follow_up(engine, h, args.rounds, new_questions=True)
+                                    for h in args.history}
+            print(f"  follow-up, new questions {row['follow_up_new']}", flush=True)
         row["prefill"] = {p: prefill(engine, p, args.rounds) for p in args.prefill}
         print(f"  prefill {row['prefill']}", flush=True)
     return row
@@ -424,7 +440,9 @@ def bench_model(path: Path, args) -> dict:
 def table(results: dict, args) -> str:
     """The results as a Markdown table: engine / mlx-lm ratios per shape and dtype."""
     head = (["shape", "decode (1 stream)", "added TTFT ms"] + [f"N={n}" for n in args.n]
-            + [f"follow-up @{h}" for h in args.history] + [f"prefill @{p}" for p in args.prefill])
+            + [f"follow-up @{h}" for h in args.history]
+            + [f"new follow-up @{h}" for h in args.history if args.new_questions]
+            + [f"prefill @{p}" for p in args.prefill])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, row in results.items():
         cells = [name, f"{row['single']['decode']:.2f}x", f"{row['single']['added_ttft_ms']:.1f}"]
@@ -434,6 +452,10 @@ def table(results: dict, args) -> str:
                          f"({a['engine_tps']:.0f} vs {a['mlx_tps']:.0f})")
         cells += [f"{f['ratio']:.2f}x cold (mlx-lm {f['mlx_ratio']:.2f}x)"
                   for f in (row["follow_up"][h] for h in args.history)]
+        if args.new_questions:
+            cells += [f"{f['ratio']:.2f}x cold (mlx-lm {f['mlx_ratio']:.2f}x; "
+                      f"{f['warm_ms']:.1f} vs {f['mlx_warm_ms']:.1f} ms)"
+                      for f in (row["follow_up_new"][h] for h in args.history)]
         cells += [f"{row['prefill'][p]['ratio']:.2f}x" for p in args.prefill]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -456,6 +478,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--fused-first-token", action="store_true",
                         help="the engine reads a prompt's last token with its last chunk "
                              "(EngineConfig.fused_first_token): one forward pass fewer")
+    parser.add_argument("--new-questions", action="store_true",
+                        help="also time follow-ups whose notes and question grow each round: "
+                             "every pass a shape not seen before, as in a real conversation")
+    parser.add_argument("--cudnn-for-few-rows", action="store_true",
+                        help="passes of fewer rows than a chunk keep cuDNN's attention on CUDA "
+                             "(EngineConfig.cudnn_for_few_rows): a plan built per new shape")
     parser.add_argument("--tokenizer", help="a model dir whose tokenizer to use (default: the "
                                             "default model's)")
     parser.add_argument("--json", help="also write the results here")

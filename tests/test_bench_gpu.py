@@ -24,7 +24,7 @@ def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path,
     results = _bench().main([
         "--shapes", "tiny", "--dtypes", "float32", "--n", "1", "2", "--tokens", "8",
         "--history", "60", "--prefill", "128", "--rounds", "1", "--warmup", "1", "--profile", "2",
-        "--tokenizer", str(smollm2_path),
+        "--new-questions", "--tokenizer", str(smollm2_path),
         "--json", str(tmp_path / "results.json"),
     ])
     row = results["tiny float32"]
@@ -37,6 +37,10 @@ def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path,
     follow = row["follow_up"][60]
     assert follow["prompt_tokens"] > 60 and 60 < follow["cached_tokens"] < follow["prompt_tokens"]
     assert follow["warm_ms"] > 0 and follow["mlx_warm_ms"] > 0 and follow["mlx_cold_ms"] > 0
+    # A new question each round: a longer turn than the repeated one, each round longer still.
+    new = row["follow_up_new"][60]
+    assert new["prompt_tokens"] > follow["prompt_tokens"] and new["cached_tokens"] > 60
+    assert new["warm_ms"] > 0 and new["mlx_warm_ms"] > 0 and new["mlx_cold_ms"] > 0
     assert row["prefill"][128]["tokens"] >= 100
     assert row["prefill"][128]["after_first_ms"] >= 0  # timed to the first token, then the rest
     # The profile splits each side's run into the ramp and the steps with both requests in.
@@ -49,5 +53,6 @@ def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path,
     assert row["profile"][2]["engine"]["on_token"][0] == 2 * 8
     out = capsys.readouterr().out
     assert "| shape | decode (1 stream) | added TTFT ms | N=1 | N=2 |" in out
+    assert "| new follow-up @60 |" in out
     assert "| tiny float32 |" in out
     assert (tmp_path / "results.json").exists()

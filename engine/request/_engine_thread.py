@@ -28,6 +28,7 @@ from .._errors import EngineError, ModelStoreError
 from .._events import Error
 from .._upstream import quiet_length_warning
 from ..models._info import ModelInfo, describe_model
+from ._attention import few_rows_composed
 from ._prompt_cache import PromptCache
 from ._job import Job, Outbox, reader_pace
 from ._scheduler import Scheduler
@@ -401,7 +402,9 @@ class EngineThread:
             scheduler.jobs_waiting = lambda: self._jobs_queued > 0
             scheduler.others_preparing = lambda: self._preparing > 0
             scheduler.held_together = lambda: self._together > 0
-            self._loop(scheduler)
+            with few_rows_composed(0 if self.config.cudnn_for_few_rows
+                                   else scheduler.prefill_step_size):
+                self._loop(scheduler)
         except BaseException as e:
             self.death = f"{type(e).__name__}: {e}"
             log.exception("engine thread died")

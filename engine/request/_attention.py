@@ -1,0 +1,82 @@
+"""Attention over a few rows without a cuDNN plan for each new shape (mlx's CUDA backend).
+
+mlx-cuda 0.32 runs a bf16/f16 attention over more than one query row through cuDNN, whose
+execution plan it builds for the exact shapes of the queries and keys and keeps in an LRU
+(``MLX_CUDA_SDPA_CACHE_SIZE``). A build cost 65-70 ms of host time on an H100's host
+(2026-12-07), where the whole forward pass of a 1B model over 33 rows costs 4.5 ms with the
+plan cached. A benchmark that repeats one prompt meets cached plans; a real conversation never
+does: a follow-up's new part, and the last chunk of any prompt, ends at a key length never
+seen before, so every request paid one build before its first token.
+
+On the engine's thread, a pass of more than one row and fewer than a prefill chunk's
+(a follow-up, a short prompt, a prompt's last chunk) computes its attention in float32, for
+which mlx composes it from matmuls and a softmax and builds no plan, while its score matrix
+stays under 512 MiB. Full chunks keep cuDNN:
+their shapes recur (a prompt's chunks end at multiples of the chunk size), so their plans do.
+A decode step (one row) is untouched. ``EngineConfig.cudnn_for_few_rows`` keeps mlx's choice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Iterator
+
+import mlx.core as mx
+
+__all__ = ["few_rows_composed", "installed"]
+
+_rows = threading.local()
+"""``below``: on an engine's thread, the row count under which attention is composed."""
+_cudnn_attention = None
+"""``mx.fast.scaled_dot_product_attention`` as mlx defines it, once ours wraps it."""
+_HALF = (mx.bfloat16, mx.float16)
+_SCORES_BYTES = 512 * 2**20
+"""The largest float32 score matrix composed; past it (a long last chunk after a long
+history) cuDNN's plan costs less than the memory."""
+
+
+def _attention(q, k, v, *args, **kwargs):
+    below = getattr(_rows, "below", 0)
+    rows = q.shape[-2]
+    if (below and 1 < rows < below and q.dtype in _HALF
+            and q.size // q.shape[-1] * k.shape[-2] * 4 <= _SCORES_BYTES):
+        out = _cudnn_attention(q.astype(mx.float32), k.astype(mx.float32),
+                               v.astype(mx.float32), *args, **kwargs)
+        return out.astype(q.dtype)
+    return _cudnn_attention(q, k, v, *args, **kwargs)
+
+
+def installed() -> bool:
+    """Whether mlx's attention is wrapped in this process."""
+    return _cudnn_attention is not None
+
+
+def _install() -> None:
+    global _cudnn_attention
+    if _cudnn_attention is None:
+        _cudnn_attention = mx.fast.scaled_dot_product_attention
+        # mlx-lm's models look it up at each call (``mx.fast.scaled_dot_product_attention``
+        # in models/base.py), so wrapping the attribute reaches every model; off the engine's
+        # threads the wrapper only calls through.
+        mx.fast.scaled_dot_product_attention = _attention
+
+
+def _on_cuda() -> bool:
+    return mx.default_device() == mx.gpu and mx.cuda.is_available()
+
+
+@contextlib.contextmanager
+def few_rows_composed(chunk_rows: int, *, force: bool = False) -> Iterator[bool]:
+    """On this thread, passes of 2 to ``chunk_rows - 1`` rows compose their attention; yields
+    whether they do (only on CUDA, where cuDNN plans are built, unless ``force``; never for
+    ``chunk_rows`` 0)."""
+    if not chunk_rows or not (force or _on_cuda()):
+        yield False
+        return
+    _install()
+    _rows.below = chunk_rows
+    try:
+        yield True
+    finally:
+        _rows.below = 0
