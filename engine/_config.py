@@ -114,8 +114,9 @@ class EngineConfig:
             # A blank one is none (a blank model_spec the default model, named as such).
             set_(name, None if value is not None and not value.strip() else value)
         set_("dtype", "auto" if self.dtype is None else self.dtype)
-        if self.fused_first_token is None:
-            set_("fused_first_token", False)
+        for name in ("fused_first_token", "cudnn_for_few_rows"):
+            if getattr(self, name) is None:
+                set_(name, False)
         for name in ("chat_template_args", "default_sampling"):
             value = getattr(self, name) or {}
             if not isinstance(value, Mapping):
@@ -183,9 +184,9 @@ def _check(config: EngineConfig) -> None:
                           "wrote, with adapter_config.json and the adapter weights.")
     if config.reasoning_field not in ("reasoning", "reasoning_content"):
         raise EngineError("reasoning_field must be 'reasoning' or 'reasoning_content'.")
-    if not isinstance(config.fused_first_token, bool):
-        raise EngineError(f"fused_first_token must be True or False, not "
-                          f"{config.fused_first_token!r}.")
+    for name in ("fused_first_token", "cudnn_for_few_rows"):
+        if not isinstance(getattr(config, name), bool):
+            raise EngineError(f"{name} must be True or False, not {getattr(config, name)!r}.")
     if config.dtype not in DTYPES:
         raise EngineError(f"Unknown dtype {config.dtype!r}: use one of {', '.join(DTYPES)}.")
     for name, least in (("prefill_step_size", 1), ("max_kv_size", MIN_KV_SIZE),

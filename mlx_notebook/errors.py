@@ -42,7 +42,7 @@ FLAGS = {
 LOAD_FLAGS = {
     "draft_model": "--draft-model", "adapter_path": "--adapter", "chat_template": "--chat-template",
     "max_kv_size": "--max-kv-size", "prompt_cache_bytes": "--prompt-cache-bytes",
-    "fused_first_token": "--fused-first-token",
+    "fused_first_token": "--fused-first-token", "cudnn_for_few_rows": "--cudnn-for-few-rows",
 }
 """``Engine`` keywords and the ``%load_model`` flag that sets each."""
 

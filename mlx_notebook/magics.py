@@ -275,6 +275,11 @@ class MlxMagics(Magics):
                    "instead of mlx-lm's two: a follow-up turn answers a pass sooner (most on a "
                    "GPU), but greedy replies are no longer mlx_lm.server's bit for bit and may "
                    "part from them at a near-tie.")
+    @argument("--cudnn-for-few-rows", action="store_true",
+              help="On an NVIDIA GPU, let passes shorter than a prefill chunk (a follow-up, a "
+                   "short prompt) take cuDNN's attention as mlx-lm does: replies are mlx_lm."
+                   "server's bit for bit, but each new prompt length waits 65-70 ms for a "
+                   "cuDNN plan. Off by default; nothing changes off CUDA.")
     @argument("--no-progress", action="store_true", help="Do not show progress bars while loading.")
     @argument("--name", default=None, metavar="NAME",
               help="Load the model beside the current one under NAME (the current model stays "
@@ -330,6 +335,7 @@ class MlxMagics(Magics):
                 adapter_path=args.adapter, draft_model=args.draft_model,
                 chat_template=read_template(args.chat_template), default_sampling=sampling,
                 fused_first_token=args.fused_first_token,
+                cudnn_for_few_rows=args.cudnn_for_few_rows,
             )
         if args.name is not None:  # beside the default; a model of that name is freed first
             reload = _reload_line(self.named_engines.get(args.name))
@@ -1117,7 +1123,8 @@ def _reload_line(engine: Any) -> str | None:
                         ("--chat-template", "FILE" if config.chat_template else None)):
         if value:
             line += f" {flag} {shlex.quote(str(value))}"
-    return line + " --fused-first-token" * config.fused_first_token
+    return (line + " --fused-first-token" * config.fused_first_token
+            + " --cudnn-for-few-rows" * config.cudnn_for_few_rows)
 
 
 def _model_dtype(engine: Any) -> str | None:

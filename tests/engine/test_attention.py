@@ -73,3 +73,11 @@ def test_a_score_matrix_past_the_budget_keeps_mlx_s_choice(monkeypatch):
         assert mx.array_equal(_ours(q, k, v), _mlx(q, k, v, mx.bfloat16)).item()
         monkeypatch.setattr(_attention, "_SCORES_BYTES", 4 * 4 * 5 * 40)
         assert mx.array_equal(_ours(q, k, v), _mlx(q, k, v, mx.float32)).item()
+
+
+def test_mlx_notebook_serve_takes_the_switch():
+    from mlx_notebook.engine import cli
+
+    args = cli._parser().parse_args(["serve", "--cudnn-for-few-rows"])
+    assert args.cudnn_for_few_rows is True
+    assert cli._parser().parse_args(["serve"]).cudnn_for_few_rows is False

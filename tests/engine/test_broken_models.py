@@ -101,6 +101,7 @@ def test_a_tensor_of_the_wrong_shape_fails_the_load_in_one_sentence(broken):
     ({"max_kv_size": 2}, "max_kv_size must be a whole number of at least 8, not 2."),
     ({"prompt_cache_bytes": "lots"}, "prompt_cache_bytes must be a whole number of at least 0, not 'lots'."),
     ({"fused_first_token": "yes"}, "fused_first_token must be True or False, not 'yes'."),
+    ({"cudnn_for_few_rows": 1}, "cudnn_for_few_rows must be True or False, not 1."),
     ({"chat_template": "  "}, "The chat template given is empty: give a Jinja template, or leave "
                               "it out to use the model's own."),
     ({"chat_template": "{% for m in messages %}{{ m.content }"},
@@ -114,9 +115,10 @@ def test_engine_options_no_model_could_use_are_refused_in_one_sentence(tiny_reas
 
 def test_an_empty_adapter_draft_or_spec_is_none(tiny_reasoner_path):
     config = EngineConfig(model_spec=str(tiny_reasoner_path), adapter_path="", draft_model=" ",
-                          prompt_cache_bytes=2e6, fused_first_token=None)
+                          prompt_cache_bytes=2e6, fused_first_token=None,
+                          cudnn_for_few_rows=None)
     assert (config.adapter_path, config.draft_model, config.prompt_cache_bytes) == (None, None, 2_000_000)
-    assert config.fused_first_token is False
+    assert config.fused_first_token is False and config.cudnn_for_few_rows is False
     # A blank spec is the default model, named as such (%load_model '  ' was named "  ").
     assert EngineConfig(model_spec="   ").model_spec is None
 

@@ -94,8 +94,9 @@ def test_a_model_only_loading_can_refuse_says_the_old_one_was_unloaded_and_how_t
         tensors[name] = tensors[name][:, :8]
         mx.save_safetensors(str(weights), tensors)
         assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress "
-                              "--fused-first-token").success
+                              "--fused-first-token --cudnn-for-few-rows").success
         assert _magics(shell).engine.config.fused_first_token
+        assert _magics(shell).engine.config.cudnn_for_few_rows
         capsys.readouterr()
         assert shell.run_cell("%mlx status").success
         assert ("engine: healthy, first token read with the prompt's last chunk "
@@ -106,7 +107,7 @@ def test_a_model_only_loading_can_refuse_says_the_old_one_was_unloaded_and_how_t
                                   "Expected shape")
         assert message.endswith(" The model loaded before was unloaded to make room; "
                                 f"%load_model {tiny_reasoner_path} --fused-first-token "
-                                "loads it again.")
+                                "--cudnn-for-few-rows loads it again.")
         assert shell.run_cell(f"%load_model {tiny_reasoner_path} --no-progress").success
         # A default max_tokens past the model's context is only known once it has loaded;
         # it used to load and then fail every %%chat over a flag the cell never set.
