@@ -11,9 +11,9 @@ seen before, so every request paid one build before its first token.
 On the engine's thread, a pass of more than one row and fewer than a prefill chunk's
 (a follow-up, a short prompt, a prompt's last chunk) computes its attention in float32, for
 which mlx composes it from matmuls and a softmax and builds no plan, while its score matrix
-stays under 512 MiB. Full chunks keep cuDNN:
-their shapes recur (a prompt's chunks end at multiples of the chunk size), so their plans do.
-A decode step (one row) is untouched. ``EngineConfig.cudnn_for_few_rows`` keeps mlx's choice.
+stays under 512 MiB. Full chunks keep cuDNN: their shapes recur (a prompt read from its
+start ends its chunks at multiples of the chunk size), so their plans do. A decode step (one
+row) is untouched. ``EngineConfig.cudnn_for_few_rows`` keeps mlx's choice.
 """
 
 from __future__ import annotations
