@@ -122,7 +122,9 @@ def status(engine: Any, listener: Any = None) -> Report:
         memory,
         f"engine: {'healthy' if engine.healthy else 'stopped'}"
         + (", first token read with the prompt's last chunk (--fused-first-token)"
-           if getattr(getattr(engine, "config", None), "fused_first_token", False) else ""),
+           if getattr(getattr(engine, "config", None), "fused_first_token", False) else "")
+        + (", cuDNN attention for short passes (--cudnn-for-few-rows)"
+           if getattr(getattr(engine, "config", None), "cudnn_for_few_rows", False) else ""),
         f"active requests: {engine.active_requests}",
     ]
     if listener is not None:

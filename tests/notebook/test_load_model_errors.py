@@ -100,7 +100,8 @@ def test_a_model_only_loading_can_refuse_says_the_old_one_was_unloaded_and_how_t
         capsys.readouterr()
         assert shell.run_cell("%mlx status").success
         assert ("engine: healthy, first token read with the prompt's last chunk "
-                "(--fused-first-token)\n") in capsys.readouterr().out
+                "(--fused-first-token), cuDNN attention for short passes "
+                "(--cudnn-for-few-rows)\n") in capsys.readouterr().out
         result = shell.run_cell(f"%load_model '{broken}' --no-progress")
         message = str(result.error_in_exec)
         assert message.startswith(f"%load_model: cannot load the model at {broken} (ValueError: "
