@@ -63,7 +63,8 @@ def _install() -> None:
 
 
 def _on_cuda() -> bool:
-    return mx.default_device() == mx.gpu and mx.cuda.is_available()
+    cuda = getattr(mx, "cuda", None)  # (not in every mlx build: Metal's GPU is a gpu too)
+    return mx.default_device() == mx.gpu and cuda is not None and cuda.is_available()
 
 
 @contextlib.contextmanager
