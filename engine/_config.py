@@ -41,6 +41,10 @@ SAMPLING_DEFAULTS: Mapping[str, Any] = MappingProxyType(
 DEFAULT_PROMPT_CACHE_BYTES = 1 << 30
 
 
+_SWITCHES = ("fused_first_token", "cudnn_for_few_rows")
+"""The fields that are True or False (None: False)."""
+
+
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
     """Everything an engine needs to load a model and serve it, checked once when built.
@@ -114,7 +118,7 @@ class EngineConfig:
             # A blank one is none (a blank model_spec the default model, named as such).
             set_(name, None if value is not None and not value.strip() else value)
         set_("dtype", "auto" if self.dtype is None else self.dtype)
-        for name in ("fused_first_token", "cudnn_for_few_rows"):
+        for name in _SWITCHES:
             if getattr(self, name) is None:
                 set_(name, False)
         for name in ("chat_template_args", "default_sampling"):
@@ -184,7 +188,7 @@ def _check(config: EngineConfig) -> None:
                           "wrote, with adapter_config.json and the adapter weights.")
     if config.reasoning_field not in ("reasoning", "reasoning_content"):
         raise EngineError("reasoning_field must be 'reasoning' or 'reasoning_content'.")
-    for name in ("fused_first_token", "cudnn_for_few_rows"):
+    for name in _SWITCHES:
         if not isinstance(getattr(config, name), bool):
             raise EngineError(f"{name} must be True or False, not {getattr(config, name)!r}.")
     if config.dtype not in DTYPES:

@@ -381,9 +381,8 @@ class CompletionsHandler(_Base):
         if not self.authorized():
             return
         limit = self.listener.max_body_bytes
-        length = self.request.headers.get("Content-Length")
-        # (a count, or a list of equal counts: the listener refused any other, HeadChecked)
-        if length is not None and int(re.split(r",[ \t]*", length)[0]) > limit:
+        length = self._announced_length()
+        if length is not None and int(length) > limit:
             await self._refuse_body(limit)
             return
         encoding = self.request.headers.get("Content-Encoding", "").strip().lower()
@@ -401,16 +400,22 @@ class CompletionsHandler(_Base):
         self.stalled = asyncio.get_running_loop().call_later(self.listener.body_timeout,
                                                              self._body_stalled)
 
+    def _announced_length(self) -> str | None:
+        """The body's Content-Length, its digits as sent, or None (a chunked body). The
+        header is a count or a list of equal counts: the listener refused any other
+        (``HeadChecked``)."""
+        length = self.request.headers.get("Content-Length")
+        return None if length is None else re.split(r",[ \t]*", length)[0]
+
     def _body_stalled(self) -> None:
         """The body has not come whole in time: a Content-Length larger than the body sent,
         or a chunked body never ended. Answered, the client that waits for its reply learns
         why; tornado would close the connection without a word."""
         if self.body_read or self._finished or self.gone:
             return
-        length = self.request.headers.get("Content-Length")
+        announced = self._announced_length()
         waited = f"{self.listener.body_timeout:g} s"
-        if length is not None:
-            announced = re.split(r",[ \t]*", length)[0]
+        if announced is not None:
             message = (f"The request body stopped coming after {self.received} of the "
                        f"{announced} bytes its Content-Length announced "
                        f"({waited}); send them all, or a Content-Length that counts the body's "
