@@ -8,7 +8,9 @@ Public surface: ``StreamFilter`` (streaming), ``parse_output`` (the buffered ora
 from ._event import Event, merge_events
 from ._families import FAMILIES, Family, ToolMarker, family_names, get_family
 from ._stream_filter import ParsedOutput, StreamFilter, parse_output
-from ._tokenizer_family import family_for_tokenizer, per_tokenizer, prompt_starts_in_reasoning
+from ._tokenizer_family import (
+    family_for_tokenizer, per_tokenizer, prompt_ends_reasoning, prompt_starts_in_reasoning,
+)
 from ._trace import Trace, TraceDifference, TraceRow, trace
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "merge_events",
     "parse_output",
     "per_tokenizer",
+    "prompt_ends_reasoning",
     "prompt_starts_in_reasoning",
     "trace",
 ]

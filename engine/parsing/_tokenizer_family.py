@@ -18,7 +18,9 @@ from typing import Any
 from .parsers import deepseek_r1, deepseek_v4, mistral
 from ._families import FAMILIES, THINK_TAGS, Family, ToolMarker, family_name, load_parser
 
-__all__ = ["family_for_tokenizer", "per_tokenizer", "prompt_starts_in_reasoning"]
+__all__ = [
+    "family_for_tokenizer", "per_tokenizer", "prompt_ends_reasoning", "prompt_starts_in_reasoning",
+]
 
 # Any vocabulary piece of a DSML marker, however the tokenizer cut it ("<｜DSML｜", "｜DSML").
 _BAR = deepseek_v4.DSML_TOKEN[0]
@@ -136,3 +138,9 @@ def prompt_starts_in_reasoning(family: Family, rendered_prompt: str) -> bool:
     if opened == -1 and closed == -1:
         return family.starts_in_reasoning
     return opened > closed
+
+
+def prompt_ends_reasoning(family: Family, rendered_prompt: str) -> bool:
+    """Whether the prompt itself ends on a closed reasoning block (thinking disabled), so the
+    reply may not open another."""
+    return family.think is not None and rendered_prompt.rstrip().endswith(family.think[1])

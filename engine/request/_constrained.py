@@ -269,13 +269,12 @@ def constraint_for(tokenizer: Any, request: Any, prompt: Any) -> GrammarConstrai
         return None
     from llguidance import LLMatcher
 
-    from ..parsing import family_for_tokenizer, prompt_starts_in_reasoning
+    from ..parsing import family_for_tokenizer, prompt_ends_reasoning, prompt_starts_in_reasoning
     from ._think_budget import reasoning_marker_ids
 
     family = family_for_tokenizer(tokenizer)
     open_at_start = prompt is not None and prompt_starts_in_reasoning(family, prompt.text)
-    closed_at_start = (prompt is not None and family.think is not None
-                       and prompt.text.rstrip().endswith(family.think[1]))
+    closed_at_start = prompt is not None and prompt_ends_reasoning(family, prompt.text)
     grammar = _grammar(schema)[0] if schema is not None else tool_call_grammar(tokenizer, request)
     return GrammarConstraint(LLMatcher(_ll_tokenizer(tokenizer), grammar),
                              reasoning_marker_ids(tokenizer, family), open_at_start,
