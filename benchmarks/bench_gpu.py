@@ -288,14 +288,23 @@ def follow_up(engine: Engine, history: int, rounds: int, new_questions: bool = F
             "mlx_cold_ms": min(mlx_cold) * 1e3}
 
 
-def prefill(engine: Engine, size: int, rounds: int) -> dict:
+def prefill(engine: Engine, size: int, rounds: int, new_lengths: bool = False) -> dict:
     """Prefill tokens/s of a cold prompt: its tokens over the time to the first token's text,
     as mlx-lm's own ``prompt_tps`` is measured (the engine then still files the prompt in its
-    prompt cache, ``after_first_ms``: mlx-lm's trie adds a node per token)."""
-    body = {"prompt": _sized_text(engine, size), "max_tokens": 1}
-    prompt = list(engine.inspect(body, kind="completion").token_ids)
+    prompt cache, ``after_first_ms``: mlx-lm's trie adds a node per token).
+
+    ``new_lengths``: every prompt, each round's and each side's, has a length not timed before
+    (on CUDA its last chunk meets a shape with no cuDNN plan yet, as a real prompt's does);
+    round 0 is a warm-up, dropped. Otherwise both sides repeat one prompt."""
+    text = _sized_text(engine, size)
+    extra = iter(range(1, 2 * (rounds + 1) + 1)) if new_lengths else None
+
+    def next_prompt() -> str:
+        return text + " Gulls." * next(extra) if new_lengths else text
 
     def ours():
+        body = {"prompt": next_prompt(), "max_tokens": 1}
+        prompt = engine.inspect(body, kind="completion").token_ids
         engine.clear_prompt_cache()
         t0 = time.perf_counter()
         first = None
@@ -304,19 +313,21 @@ def prefill(engine: Engine, size: int, rounds: int) -> dict:
                 first = time.perf_counter()
         end = time.perf_counter()
         first = first or end
-        return len(prompt) / (first - t0), end - first
+        return len(prompt) / (first - t0), end - first, len(prompt)
 
     def theirs():  # from the text too: stream_generate tokenizes it, as the engine does
+        prompt = next_prompt()
+        n = len(engine.inspect({"prompt": prompt}, kind="completion").token_ids)
         t0 = time.perf_counter()
         first = None
-        for r in stream_generate(engine._thread.model, engine.tokenizer, body["prompt"],
-                                 max_tokens=1):
+        for r in stream_generate(engine._thread.model, engine.tokenizer, prompt, max_tokens=1):
             if first is None and r.text:
                 first = time.perf_counter()
-        return len(prompt) / ((first or time.perf_counter()) - t0)
+        return n / ((first or time.perf_counter()) - t0)
 
-    a, b = _alternate(rounds, ours, theirs)
-    return {"ratio": max(x[0] for x in a) / max(b), "tokens": len(prompt),
+    a, b = _alternate(rounds + new_lengths, ours, theirs)
+    a, b = (a[1:], b[1:]) if new_lengths else (a, b)
+    return {"ratio": max(x[0] for x in a) / max(b), "tokens": a[-1][2],
             "engine_tps": max(x[0] for x in a), "mlx_tps": max(b),
             "after_first_ms": statistics.median(x[1] for x in a) * 1e3}
 
@@ -434,6 +445,10 @@ def bench_model(path: Path, args) -> dict:
             print(f"  follow-up, new questions {row['follow_up_new']}", flush=True)
         row["prefill"] = {p: prefill(engine, p, args.rounds) for p in args.prefill}
         print(f"  prefill {row['prefill']}", flush=True)
+        if args.new_questions:
+            row["prefill_new"] = {p: prefill(engine, p, args.rounds, new_lengths=True)
+                                  for p in args.prefill}
+            print(f"  prefill, new lengths {row['prefill_new']}", flush=True)
     return row
 
 
@@ -442,7 +457,8 @@ def table(results: dict, args) -> str:
     head = (["shape", "decode (1 stream)", "added TTFT ms"] + [f"N={n}" for n in args.n]
             + [f"follow-up @{h}" for h in args.history]
             + [f"new follow-up @{h}" for h in args.history if args.new_questions]
-            + [f"prefill @{p}" for p in args.prefill])
+            + [f"prefill @{p}" for p in args.prefill]
+            + [f"new prefill @{p}" for p in args.prefill if args.new_questions])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, row in results.items():
         cells = [name, f"{row['single']['decode']:.2f}x", f"{row['single']['added_ttft_ms']:.1f}"]
@@ -457,6 +473,8 @@ def table(results: dict, args) -> str:
                       f"{f['warm_ms']:.1f} vs {f['mlx_warm_ms']:.1f} ms)"
                       for f in (row["follow_up_new"][h] for h in args.history)]
         cells += [f"{row['prefill'][p]['ratio']:.2f}x" for p in args.prefill]
+        if args.new_questions:
+            cells += [f"{row['prefill_new'][p]['ratio']:.2f}x" for p in args.prefill]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -479,8 +497,9 @@ def main(argv: list[str] | None = None) -> dict:
                         help="the engine reads a prompt's last token with its last chunk "
                              "(EngineConfig.fused_first_token): one forward pass fewer")
     parser.add_argument("--new-questions", action="store_true",
-                        help="also time follow-ups whose notes and question grow each round: "
-                             "every pass a shape not seen before, as in a real conversation")
+                        help="also time follow-ups whose notes and question grow each round, "
+                             "and prompts of a new length each round: every pass a shape not "
+                             "seen before, as in a real conversation")
     parser.add_argument("--cudnn-for-few-rows", action="store_true",
                         help="passes of fewer rows than a chunk keep cuDNN's attention on CUDA "
                              "(EngineConfig.cudnn_for_few_rows): a plan built per new shape")

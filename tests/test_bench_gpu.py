@@ -43,6 +43,9 @@ def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path,
     assert new["warm_ms"] > 0 and new["mlx_warm_ms"] > 0 and new["mlx_cold_ms"] > 0
     assert row["prefill"][128]["tokens"] >= 100
     assert row["prefill"][128]["after_first_ms"] >= 0  # timed to the first token, then the rest
+    # New lengths: each prompt longer than the repeated one (the last timed is the longest).
+    assert row["prefill_new"][128]["tokens"] > row["prefill"][128]["tokens"]
+    assert row["prefill_new"][128]["engine_tps"] > 0 and row["prefill_new"][128]["mlx_tps"] > 0
     # The profile splits each side's run into the ramp and the steps with both requests in.
     for side in ("engine", "mlx"):
         p = row["profile"][2][side]
@@ -53,6 +56,6 @@ def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path,
     assert row["profile"][2]["engine"]["on_token"][0] == 2 * 8
     out = capsys.readouterr().out
     assert "| shape | decode (1 stream) | added TTFT ms | N=1 | N=2 |" in out
-    assert "| new follow-up @60 |" in out
+    assert "| new follow-up @60 |" in out and "| new prefill @128 |" in out
     assert "| tiny float32 |" in out
     assert (tmp_path / "results.json").exists()
