@@ -29,9 +29,9 @@ from tornado.netutil import bind_sockets
 from tornado.web import Application
 
 from .._errors import EngineError
-from ._handlers import (
-    CompletionsHandler, Deliveries, HealthHandler, ModelsHandler, NotFoundHandler, ServedRequest,
-)
+from ._completions import CompletionsHandler
+from ._deliveries import Deliveries, ServedRequest
+from ._info_handlers import HealthHandler, ModelsHandler, NotFoundHandler
 from ._request_head import HeadChecked, error_body, explain_refusals
 
 __all__ = ["Listener", "DEFAULT_PORT", "MAX_BODY_BYTES", "bind"]

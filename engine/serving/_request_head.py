@@ -20,7 +20,7 @@ from tornado import httputil
 from tornado.iostream import StreamClosedError
 
 from .._errors import EngineRequestError
-from ._handlers import _error_object
+from ._error_objects import error_object
 
 __all__ = ["HeadChecked", "MAX_HEADER_BYTES", "error_body", "explain_refusals"]
 
@@ -31,7 +31,7 @@ without a word; the server reads further, to answer 431)."""
 
 def error_body(message: str) -> bytes:
     """An OpenAI error object for an answer written below tornado's handlers."""
-    return json.dumps(_error_object(EngineRequestError(message))).encode()
+    return json.dumps(error_object(EngineRequestError(message))).encode()
 
 
 class HeadChecked(httputil.HTTPMessageDelegate):

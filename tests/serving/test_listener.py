@@ -773,7 +773,7 @@ def test_one_request_failing_to_write_never_drops_another_requests_events():
     """Events of every request reach the loop in one wake-up: a request whose events cannot
     be written is ended alone (``abort``); the others still get theirs."""
     from mlx_notebook.engine import ContentDelta
-    from mlx_notebook.engine.serving._handlers import Deliveries
+    from mlx_notebook.engine.serving._deliveries import Deliveries
 
     class Handler:
         request = type("Request", (), {"path": "/v1/chat/completions"})()
@@ -807,16 +807,16 @@ def test_one_request_failing_to_write_never_drops_another_requests_events():
 
 def test_a_stream_our_code_fails_to_write_ends_with_an_error_not_a_hang(tiny_listener,
                                                                        monkeypatch, script_body):
-    from mlx_notebook.engine.serving import _handlers
+    from mlx_notebook.engine.serving import _completions
 
-    real = _handlers._sse
+    real = _completions.sse
 
     def failing(obj):
         if any(c.get("delta", {}).get("content") for c in obj.get("choices", [])):
             raise RuntimeError("a bug in writing a chunk")
         return real(obj)
 
-    monkeypatch.setattr(_handlers, "_sse", failing)
+    monkeypatch.setattr(_completions, "sse", failing)
     body = script_body("thinking_disabled", stream=True)
     with httpx.stream("POST", f"{tiny_listener.url}/chat/completions", json=body, timeout=60,
                       headers={"Authorization": f"Bearer {tiny_listener.token}"}) as reply:

@@ -13,7 +13,7 @@ from mlx_notebook.engine import EngineConfig
 from mlx_notebook.engine.parity import _summary
 from mlx_notebook.engine.request._admission import admit
 from mlx_notebook.engine.request._responses import ChatChunks, CompletionChunks
-from mlx_notebook.engine.serving._handlers import merge_deltas
+from mlx_notebook.engine.serving._deliveries import merge_deltas
 
 _text = st.text(st.sampled_from("ab é\n{}<>\U0001f600"), min_size=0, max_size=3)
 _event = st.one_of(
