@@ -20,9 +20,9 @@ from mlx_notebook.engine.parsing import (
     trace,
 )
 from parsing_cases.streaming import pieces, streamed
-from parsing_cases import core, families
+from parsing_cases import core, families, peers
 
-CASES = core.CASES + families.CASES
+CASES = core.CASES + families.CASES + peers.CASES
 IDS = [c[0] for c in CASES]
 
 
