@@ -13,6 +13,8 @@ Ported (their test → ours):
   the reply before it, streamed or not.
 - ``TestServerWithDraftModel`` (four cases) → the same four against the tiny reasoner drafting
   for itself; the prompt-cache case also checks the second request reports cached tokens.
+- ``TestKeepalive`` (their callback alone) → a streamed reply whose prompt is read in several
+  chunks sends ``: keepalive`` comments meanwhile, and clients still parse the stream.
 - ``TestLRUPromptCache`` (their cache class) → the user-visible point: a request sharing a
   prefix reports it in ``cached_tokens``, and reuse never changes a greedy reply.
 
@@ -223,6 +225,30 @@ def test_a_draft_model_follow_up_sharing_a_prefix_is_answered_from_the_cache(dra
     for reply in replies:
         assert reply.json()["choices"][0]["message"]["content"] is not None
     assert replies[1].json()["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+
+
+# -- TestKeepalive ---------------------------------------------------------------------------------
+def test_a_long_prompt_streams_keepalive_comments_while_it_is_read(smollm2_listener):
+    """mlx_lm.server writes ``: keepalive done/total`` as each prompt chunk is read, so a
+    client with a read timeout shorter than a long prefill still sees bytes; SSE clients skip
+    comments, and the openai SDK reads the same reply."""
+    story = " ".join(f"Keepalive line {i}: the lighthouse keeper counted ships." for i in range(40))
+    body = {"messages": [{"role": "user", "content": story}], "max_tokens": 2,
+            "temperature": 0.0}
+    frames = _stream_frames(smollm2_listener, "chat/completions", body)
+    comments = [f for f in frames if f.startswith(":")]
+    assert len(comments) >= 3  # the prompt is several 64-token chunks on a CPU
+    for comment in comments:
+        done, total = map(int, comment.removeprefix(": keepalive ").split("/"))
+        assert 0 <= done <= total
+    assert all(f.startswith(("data: ", ": keepalive ")) for f in frames)
+    first_data = next(i for i, f in enumerate(frames) if f.startswith("data: "))
+    assert frames[0].startswith(":") and first_data > 0
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in _chunks(frames))
+    client = openai.OpenAI(base_url=smollm2_listener.url, api_key=smollm2_listener.token,
+                           max_retries=0)
+    streamed = client.chat.completions.create(model="default_model", stream=True, **body)
+    assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == text
 
 
 # -- TestLRUPromptCache ----------------------------------------------------------------------------
