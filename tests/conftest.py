@@ -1,5 +1,5 @@
 """Session fixtures shared by every test folder: the two offline models, resolved once and
-loaded once (``tiny_engine``, ``smollm2_engine``), ``engine_thread_held``, and the tiny
+loaded once (``tiny_engine``, ``smollm2_engine``, ``drafting_tiny_engine``), ``engine_thread_held``, and the tiny
 reasoner's scripted conversations (``scripts``, ``script_body``), loaded one way.
 
 Model-backed tests use the real SmolLM2 (imported as float32: with OpenBLAS preloaded by
@@ -81,6 +81,14 @@ def tiny_engine(tiny_reasoner_path):
 @pytest.fixture(scope="session")
 def smollm2_engine(smollm2_path):
     engine = Engine(str(smollm2_path), progress=False)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def drafting_tiny_engine(tiny_reasoner_path):
+    """The tiny reasoner drafting for itself: the speculative path, all guesses kept."""
+    engine = Engine(str(tiny_reasoner_path), draft_model=str(tiny_reasoner_path), progress=False)
     yield engine
     engine.close()
 

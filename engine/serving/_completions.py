@@ -20,7 +20,7 @@ from typing import Any
 from tornado.web import stream_request_body
 
 from .._errors import EngineError, EngineRequestError
-from .._events import Error, Finished
+from .._events import Error, Finished, PrefillProgress
 from ..request import _responses as responses
 from ..request import _responses_api as responses_api
 from ..request._handle import RequestHandle
@@ -31,7 +31,7 @@ from ._error_objects import engine_error, error_object, http_status
 from ._request_body import (
     ZLIB_WINDOW, announced_length, inflate, json_object, stalled_body_message,
 )
-from ._sse import EVENT_STREAM, sse, typed_sse
+from ._sse import EVENT_STREAM, keepalive, sse, typed_sse
 from ._thread_reader import END, called, read_on_own_thread
 
 __all__ = ["CompletionsHandler"]
@@ -343,6 +343,10 @@ class CompletionsHandler(BaseHandler):
             self.events.append(event)
             if last:
                 self._respond_whole()
+            return
+        if type(event) is PrefillProgress and self.kind != "responses":
+            # (A Responses stream is typed events only, as OpenAI sends it.)
+            self.out.append(keepalive(event.processed, event.total))
             return
         try:
             self.out.extend(map(self.frame, self.chunks.feed(event)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["EVENT_STREAM", "sse", "typed_sse"]
+__all__ = ["EVENT_STREAM", "keepalive", "sse", "typed_sse"]
 
 EVENT_STREAM = "text/event-stream; charset=utf-8"
 """SSE is UTF-8 by its spec, but a client reading by the declared charset (Python's requests:
@@ -20,3 +20,10 @@ def typed_sse(obj: dict) -> bytes:
     ``error``), as OpenAI sends them."""
     kind = obj.get("type") or ("error" if "error" in obj else "message")
     return f"event: {kind}\n".encode() + sse(obj)
+
+
+def keepalive(done: int, total: int) -> bytes:
+    """An SSE comment (clients skip it) sent as each prompt chunk is read, worded as
+    mlx_lm.server words it: without it a stream is silent for the whole prefill, and a client
+    whose read timeout is shorter than a long prompt's prefill gave up on us but not on it."""
+    return f": keepalive {done}/{total}\n\n".encode()

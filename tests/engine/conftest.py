@@ -1,5 +1,6 @@
-"""Engines only the engine tests use (``tiny_engine``, ``smollm2_engine`` and
-``engine_thread_held`` are in tests/conftest.py, shared with the serving tests)."""
+"""Fixtures only the engine tests use (``tiny_engine``, ``smollm2_engine``,
+``drafting_tiny_engine`` and ``engine_thread_held`` are in tests/conftest.py, shared with the
+serving tests)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from mlx_notebook.engine import Engine
 from mlx_notebook.engine.models._store import fetch_default_gguf
 
 
@@ -32,11 +32,3 @@ def broken(tmp_path, tiny_reasoner_path) -> Path:
     copy = tmp_path / "model"
     shutil.copytree(tiny_reasoner_path, copy)
     return copy
-
-
-@pytest.fixture(scope="session")
-def drafting_tiny_engine(tiny_reasoner_path):
-    """The tiny reasoner drafting for itself: the speculative path, all guesses kept."""
-    engine = Engine(str(tiny_reasoner_path), draft_model=str(tiny_reasoner_path), progress=False)
-    yield engine
-    engine.close()
