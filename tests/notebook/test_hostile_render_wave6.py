@@ -43,3 +43,20 @@ def test_a_reply_of_script_schemes_is_shown_as_written_and_links_nowhere():
     data = turn_mimebundle(_reply_turn(hostile))[0]
     assert hostile.strip() in data["text/html"] and "href" not in data["text/html"]
     assert data["text/markdown"].count("javascript\u200b:") == 50
+
+
+def test_log_probabilities_a_server_sent_out_of_range_show_as_probabilities_not_a_crash():
+    """A remote server's log-probability is any number: above ~709 ``exp`` overflowed and the
+    token view (``show_tokens``, a comparison) failed; ``+inf`` read "inf%"; its text said
+    "nan%"; a reloaded record's None (how JSON keeps NaN) failed the text view."""
+    from mlx_notebook.display import token_view_html
+    from mlx_notebook.widgets import TokenView
+
+    items = [{"token": f"t{i}", "logprob": value, "top_logprobs": [{"token": "alt", "logprob": value}]}
+             for i, value in enumerate([1000.0, 1e308, float("inf"), float("nan"), None, 0.5])]
+    shown = token_view_html(items)
+    assert all(f"t{i}" in shown for i in range(len(items)))
+    assert "inf" not in shown and "nan" not in shown.lower()
+    assert "<b>100.0%</b>" in shown and "<b>0.0%</b>" in shown
+    text = TokenView(items).plain_text()
+    assert "inf" not in text and "nan" not in text.lower() and text.count("%") == len(items)
