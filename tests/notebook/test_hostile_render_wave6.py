@@ -60,3 +60,30 @@ def test_log_probabilities_a_server_sent_out_of_range_show_as_probabilities_not_
     assert "<b>100.0%</b>" in shown and "<b>0.0%</b>" in shown
     text = TokenView(items).plain_text()
     assert "inf" not in text and "nan" not in text.lower() and text.count("%") == len(items)
+
+
+def test_a_code_block_a_lexer_reads_slowly_is_shown_plain_in_bounded_time():
+    """Many Pygments lexers take time growing as the square of the code (C over blank lines:
+    3 s for 24,000 characters, 13 s for 48,000), and a model picks the language: past a time
+    budget the block is shown as plain text, every character of it."""
+    from mlx_notebook.display import code_html
+
+    code = ("\n" * 3000 + "x = 1;") * 16
+    start = time.perf_counter()
+    shown = code_html(code, "c")
+    assert time.perf_counter() - start < 3.0
+    assert shown.count("x = 1;") == 16
+
+
+def test_a_language_whose_lexer_can_backtrack_forever_is_shown_plain():
+    """Pygments' Maple lexer never returns on a string of 200 characters of backslash pairs:
+    a model that wrote such a block hung the cell. Only well-known languages are highlighted."""
+    from mlx_notebook.display import code_html
+
+    code = '"' + "\\a" * 100
+    start = time.perf_counter()
+    shown = code_html(code, "maple")
+    assert time.perf_counter() - start < 3.0
+    assert "\\a" * 100 in shown and 'data-lang="maple"' in shown
+    assert "color:" in code_html("def f(x):\n    return x\n", "python")  # still highlighted
+
