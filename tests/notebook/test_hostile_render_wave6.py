@@ -87,3 +87,21 @@ def test_a_language_whose_lexer_can_backtrack_forever_is_shown_plain():
     assert "\\a" * 100 in shown and 'data-lang="maple"' in shown
     assert "color:" in code_html("def f(x):\n    return x\n", "python")  # still highlighted
 
+
+
+def test_text_reprs_show_a_names_escape_sequences_as_symbols():
+    """A session or model name (a remote server names its model) reaches the one-line reprs a
+    terminal prints and a list of turns shows: ESC clearing the screen, a right-to-left
+    override or a lone surrogate (which no output can send) is shown, not acted on."""
+    from IPython.lib.pretty import pretty
+    from jupyter_client.session import json_packer
+
+    from mlx_notebook.widgets import ChatView
+
+    hostile = "x\x1b[2J\x1b]0;owned\x07\u202e\ud800"
+    turn = _reply_turn("hi")
+    turn.session = hostile
+    for shown in (pretty(turn), pretty([turn]), repr(ChatView(hostile, hostile))):
+        assert "\x1b" not in shown and "\u202e" not in shown and "\x07" not in shown, shown
+        assert "␛[2J" in shown
+        json_packer({"text/plain": shown})  # a lone surrogate would fail the whole output
