@@ -308,7 +308,10 @@ class Turn:
         return self.text
 
     def _repr_pretty_(self, printer, cycle) -> None:
-        printer.text(f"<Turn {self.session}: {self.summary()}>")
+        from .display import visible_text
+
+        # The session name is the user's: its escape sequences are shown, not acted on.
+        printer.text(visible_text(f"<Turn {self.session}: {self.summary()}>"))
 
     def summary(self) -> str:
         """One line: finish reason and token counts, as shown under an answer."""

@@ -113,7 +113,17 @@ def _without_script_schemes(line: str) -> str:
     chars = _decoded(_decoded([(char, i) for i, char in enumerate(line)]))
     kept = [(char, origin) for char, origin in chars if not _IGNORED.match(char)]
     seen = "".join(char for char, _ in kept)
-    colons = sorted({kept[match.end() - 1][1] for match in _SCRIPT_SCHEME.finditer(seen)}, reverse=True)
-    for origin in colons:
-        line = line[:origin] + _ZERO_WIDTH_SPACE + line[origin:]
-    return line
+    colons = sorted({kept[match.end() - 1][1] for match in _SCRIPT_SCHEME.finditer(seen)})
+    return _inserted_before(line, colons, _ZERO_WIDTH_SPACE)
+
+
+def _inserted_before(line: str, positions: list[int], mark: str) -> str:
+    """``line`` with ``mark`` before each of the ascending ``positions``, built in one pass:
+    inserting them one at a time copied the line each time, and a 1 MB line of
+    ``javascript:`` took 21 s."""
+    pieces, start = [], 0
+    for position in positions:
+        pieces += [line[start:position], mark]
+        start = position
+    pieces.append(line[start:])
+    return "".join(pieces)

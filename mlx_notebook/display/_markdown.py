@@ -18,11 +18,12 @@ Example::
 from __future__ import annotations
 
 import html
+import time
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
-from pygments import highlight
+from pygments import format as format_tokens
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.style import Style
@@ -56,19 +57,56 @@ _HIGHLIGHTED_CHARS = 100_000
 """Code longer than this is shown plain: inline styles make highlighted code ~9x larger
 (a 1 MB block took 7 s and saved 9 MB of HTML)."""
 
+_HIGHLIGHT_SECONDS = 0.5
+"""Lexing time after which a block is shown plain. Many Pygments lexers take time growing as
+the square of the code on some input (C over blank lines: 13 s for 48,000 characters), and
+the model picks the language and writes the code; real code of 50,000 characters takes 0.1 s."""
+
+_HIGHLIGHTED_LANGUAGES = frozenset("""
+    python py python3 py3 javascript js node typescript ts jsx tsx json
+    jsonc bash sh shell zsh c h cpp c++ cxx hpp objective-c objc csharp
+    cs c# fsharp java go golang rust rs ruby rb php html xml svg css scss less sql mysql
+    postgresql psql sqlite3 yaml yml toml diff patch udiff docker dockerfile kotlin kt
+    swift r lua perl pl haskell hs julia jl latex tex powershell ps1 pwsh matlab octave
+    markdown md dart elixir ex erlang clojure clj ocaml nim zig cuda cu fortran nix protobuf
+    proto graphql vim cmake groovy gradle nginx text plaintext
+""".split())
+"""Languages highlighted: ones models write, whose lexers return (a deadline is checked
+between tokens, so a lexer that hangs inside one match cannot be stopped: Pygments' Maple
+lexer never returns on 200 characters of ``"\\a\\a...``, nor do those of Scala, Makefile,
+systemd units, Zeek and shell sessions on a few thousand; INI's took 26 s on one line of ``a=a=...``).
+Others are shown plain."""
+
+
+def _highlighted(code: str, lexer) -> str | None:
+    """``code`` as highlighted HTML, or None when lexing it takes over ``_HIGHLIGHT_SECONDS``."""
+    deadline = time.monotonic() + _HIGHLIGHT_SECONDS
+    tokens = []
+    for token in lexer.get_tokens(code):
+        if time.monotonic() > deadline:
+            return None
+        tokens.append(token)
+    return format_tokens(tokens, _FORMATTER)
+
 
 def code_html(code: str, language: str = "") -> str:
-    """One highlighted ``<pre>`` block; unknown languages (and very long code) come out as
-    escaped plain text."""
+    """One highlighted ``<pre>`` block; unknown languages (and very long code, or code its
+    lexer reads slowly) come out as escaped plain text."""
     language = language.strip().split()[0] if language.strip() else ""
-    try:
-        lexer = (get_lexer_by_name(language) if language and len(code) <= _HIGHLIGHTED_CHARS
-                 else TextLexer())
-    except ClassNotFound:
-        lexer = TextLexer()
-    body = highlight(code, lexer, _FORMATTER) if code else ""
+    lexer = None
+    if language.lower() in _HIGHLIGHTED_LANGUAGES and len(code) <= _HIGHLIGHTED_CHARS:
+        try:
+            lexer = get_lexer_by_name(language)
+        except ClassNotFound:
+            pass
+    body = (_highlighted(code, lexer) if lexer else None) or _plain_html(code)
     lang = f' data-lang="{html.escape(language)}"' if language else ""
     return f'<pre class="mlxnb-code"{lang}><code>{body.rstrip(chr(10))}</code></pre>'
+
+
+def _plain_html(code: str) -> str:
+    """``code`` escaped, as the formatter writes plain text."""
+    return format_tokens(TextLexer().get_tokens(code), _FORMATTER) if code else ""
 
 
 def _link_open(renderer, tokens, idx, options, env):

@@ -13,7 +13,7 @@ from ._numbers import plural
 from ._turn_record import encodable
 from ._turn_html import turn_css
 
-__all__ = ["token_view_html", "probability_colour"]
+__all__ = ["token_view_html", "probability_colour", "token_probability"]
 
 
 def probability_colour(probability: float) -> str:
@@ -22,9 +22,11 @@ def probability_colour(probability: float) -> str:
     return f"hsla({120 * p:.0f}, 75%, 72%, {0.85 - 0.45 * p:.2f})"
 
 
-def _probability(logprob: float | None) -> float:
-    """A token's probability; 0 for a missing or NaN log-probability (overflowed logits)."""
-    return 0.0 if logprob is None or math.isnan(logprob) else math.exp(logprob)
+def token_probability(logprob: float | None) -> float:
+    """A token's probability, 0 to 1: 0 for a missing or NaN log-probability (overflowed
+    logits; a saved record keeps NaN as None), at most 1 for one above 0 (a remote server's
+    number: ``exp(1000)`` overflowed and ``exp(inf)`` read "inf%")."""
+    return 0.0 if logprob is None or math.isnan(logprob) else math.exp(min(logprob, 0.0))
 
 
 def _visible(token: str) -> str:
@@ -37,13 +39,13 @@ _MARK = ";outline:2px solid #cf222e"
 
 def _token_span(item: dict, at: int, marked: bool = False) -> str:
     token, logprob = item["token"], item["logprob"]
-    probability = _probability(logprob)
+    probability = token_probability(logprob)
     rows = [f"<tr><td><b>{html.escape(repr(token))}</b></td><td><b>{probability:.1%}</b></td></tr>"]
     title = [f"{token!r}: {probability:.1%}"]
     for top in item.get("top_logprobs") or []:
         if top["token"] == token:
             continue
-        p = _probability(top["logprob"])
+        p = token_probability(top["logprob"])
         # data-token: the alternative as text, for a front end that branches on a click.
         rows.append(f'<tr class="mlxnb-alt" data-token="{html.escape(top["token"])}">'
                     f"<td>{html.escape(repr(top['token']))}</td><td>{p:.1%}</td></tr>")
@@ -72,7 +74,7 @@ def token_view_html(logprobs: list[dict] | None, *, mark: int | None = None) -> 
                 "cell with <code>%%chat --tokens</code>.</div>")
     # A remote server's token may hold a lone surrogate: as its escape, the output can be sent.
     spans = encodable("".join(_token_span(item, i, i == mark) for i, item in enumerate(logprobs)))
-    mean = sum(_probability(item["logprob"]) for item in logprobs) / len(logprobs)
+    mean = sum(token_probability(item["logprob"]) for item in logprobs) / len(logprobs)
     drafted = sum(bool(item.get("from_draft")) for item in logprobs)
     drafts = (f" · <b>{drafted}</b> from the draft model (underlined, {drafted / len(logprobs):.0%})"
               if any(item.get("from_draft") is not None for item in logprobs) else "")

@@ -40,6 +40,7 @@ from ..display import (
     tool_card_html,
     turn_css,
     turn_mimebundle,
+    visible_text,
 )
 from ..engine import (
     ContentDelta,
@@ -333,7 +334,8 @@ class ChatView(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         # What text-only front ends show for the live output before the static one replaces it.
-        return f"<ChatView {self.model} · session {self.session} · {self.phase}>"
+        # The names are a server's or the user's: shown, never acted on by a terminal.
+        return visible_text(f"<ChatView {self.model} · session {self.session} · {self.phase}>")
 
     @property
     def mimebundle(self) -> tuple[dict, dict] | None:

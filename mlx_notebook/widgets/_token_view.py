@@ -9,7 +9,6 @@ a token's alternatives is clicked; its saved output is that HTML too.
 from __future__ import annotations
 
 import logging
-import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,7 +16,7 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from ..display import token_view_html
+from ..display import token_probability, token_view_html
 
 __all__ = ["TokenView", "BranchingTokenView"]
 
@@ -37,7 +36,7 @@ class TokenView:
         """``token  probability`` lines, for terminals and text-only outputs."""
         if not self.logprobs:
             return "No token probabilities: run the cell with %%chat --tokens."
-        return "\n".join(f"{item['token']!r:>16}  {math.exp(item['logprob']):6.1%}" for item in self.logprobs)
+        return "\n".join(f"{item['token']!r:>16}  {token_probability(item['logprob']):6.1%}" for item in self.logprobs)
 
 
 class _TokenStrip(anywidget.AnyWidget):
