@@ -445,3 +445,453 @@ CASES += [
      '[TOOL_CALLS]get_current_weather{"city": "San Francisco", "state": "CA", "unit": "celsius"}',
      {}, expect(tool_calls=[("get_current_weather", _SF)])),
 ]
+
+# vLLM tests/tool_parsers/test_qwen3coder_tool_parser.py. Its sample tools type the
+# parameters (vLLM converts values by them); the calls below pass the same schemas.
+_WEATHER_PARAMS = {"type": "object", "required": ["city", "state"], "properties": {
+    "city": {"type": "string"}, "state": {"type": "string"},
+    "unit": {"type": "string", "enum": ["fahrenheit", "celsius"]}}}
+_AREA_PARAMS = {"type": "object", "properties": {
+    "shape": {"type": "string"}, "dimensions": {"type": "object"},
+    "precision": {"type": "integer"}}}
+QC_TOOLS = [{"type": "function", "function": {"name": n, "parameters": p}}
+            for n, p in (("get_current_weather", _WEATHER_PARAMS), ("calculate_area", _AREA_PARAMS))]
+QC = {"tools": QC_TOOLS}
+
+
+def _qc(name, *params, wrap=True):
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params)
+    call = f"<function={name}>\n{body}</function>"
+    return f"<tool_call>\n{call}\n</tool_call>" if wrap else call
+
+
+def _qc_weather(city, state, unit=None):
+    params = [("city", city), ("state", state)] + ([("unit", unit)] if unit else [])
+    return _qc("get_current_weather", *params), (
+        "get_current_weather", dict(params))
+
+
+_DALLAS, DALLAS = _qc_weather("Dallas", "TX", "fahrenheit")
+_ORLANDO, ORLANDO = _qc_weather("Orlando", "FL", "fahrenheit")
+_ORLANDO_C, ORLANDO_C = _qc_weather("Orlando", "FL", "celsius")
+_CIRCLE = _qc("calculate_area", ("shape", "circle"), ("dimensions", '{"radius": 15.5}'),
+              ("precision", "3"))
+CIRCLE = ("calculate_area", {"shape": "circle", "dimensions": {"radius": 15.5}, "precision": 3})
+_TYPES_TOOLS = [{"type": "function", "function": {"name": "test_types", "parameters": {
+    "type": "object", "properties": {
+        "int_param": {"type": "integer"}, "float_param": {"type": "float"},
+        "bool_param": {"type": "boolean"}, "str_param": {"type": "string"},
+        "obj_param": {"type": "object"}}}}}]
+_ANYOF_TOOLS = [{"type": "function", "function": {"name": "test_anyof", "parameters": {
+    "type": "object", "properties": {
+        "anyof_int": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 5},
+        "anyof_str": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "anyof_array": {"anyOf": [{"type": "array", "items": {"type": "string"}},
+                                  {"type": "null"}]},
+        "anyof_obj": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+        "type_as_array": {"type": ["integer", "null"]},
+        "multi_non_null": {"anyOf": [{"type": "string"}, {"type": "integer"},
+                                     {"type": "null"}]}}}}}]
+
+CASES += [
+    ("vllm_qwen3_coder_no_tools", "qwen3_coder", "This is a test response without any tool calls",
+     QC, expect(content="This is a test response without any tool calls")),
+    ("vllm_qwen3_coder_single_tool", "qwen3_coder", _DALLAS, QC, expect(tool_calls=[DALLAS])),
+    ("vllm_qwen3_coder_single_tool_with_content", "qwen3_coder",
+     "Sure! Let me check the weather for you." + _DALLAS, QC,
+     expect(content="Sure! Let me check the weather for you.", tool_calls=[DALLAS])),
+    ("vllm_qwen3_coder_multiline_param", "qwen3_coder",
+     _qc("calculate_area", ("shape", "rectangle"), ("dimensions", '{"width": 10, \n "height": 20}'),
+         ("precision", "2")), QC,
+     expect(tool_calls=[("calculate_area", {"shape": "rectangle",
+                                            "dimensions": {"width": 10, "height": 20},
+                                            "precision": 2})])),
+    ("vllm_qwen3_coder_parallel_tools", "qwen3_coder", _DALLAS + "\n" + _ORLANDO, QC,
+     expect(tool_calls=[DALLAS, ORLANDO])),
+    ("vllm_qwen3_coder_parallel_tools_other_unit", "qwen3_coder", _DALLAS + "\n" + _ORLANDO_C, QC,
+     expect(tool_calls=[DALLAS, ORLANDO_C])),
+    ("vllm_qwen3_coder_typed_params", "qwen3_coder",
+     "Let me calculate that area for you." + _CIRCLE, QC,
+     expect(content="Let me calculate that area for you.", tool_calls=[CIRCLE])),
+    ("vllm_qwen3_coder_fallback_no_tool_call_tags", "qwen3_coder",
+     _qc("get_current_weather", ("city", "Dallas"), ("state", "TX"), wrap=False), QC,
+     expect(tool_calls=[("get_current_weather", {"city": "Dallas", "state": "TX"})])),
+    ("vllm_qwen3_coder_type_conversion", "qwen3_coder",
+     _qc("test_types", ("int_param", "42"), ("float_param", "3.14"), ("bool_param", "true"),
+         ("str_param", "hello world"), ("obj_param", '{"key": "value"}')),
+     {"tools": _TYPES_TOOLS},
+     expect(tool_calls=[("test_types", {"int_param": 42, "float_param": 3.14, "bool_param": True,
+                                        "str_param": "hello world",
+                                        "obj_param": {"key": "value"}})])),
+    ("vllm_qwen3_coder_anyof_type_conversion", "qwen3_coder",
+     _qc("test_anyof", ("anyof_int", "5"), ("anyof_str", "hello"),
+         ("anyof_array", '["a", "b", "c"]'), ("anyof_obj", '{"key": "value"}'),
+         ("type_as_array", "42"), ("multi_non_null", "some text")),
+     {"tools": _ANYOF_TOOLS},
+     expect(tool_calls=[("test_anyof", {"anyof_int": 5, "anyof_str": "hello",
+                                        "anyof_array": ["a", "b", "c"],
+                                        "anyof_obj": {"key": "value"}, "type_as_array": 42,
+                                        "multi_non_null": "some text"})])),
+    ("vllm_qwen3_coder_missing_closing_parameter_tag", "qwen3_coder",
+     "Let me check the weather for you:\n<tool_call>\n<function=get_current_weather>\n"
+     "<parameter=city>\nDallas\n<parameter=state>\nTX\n</parameter>\n<parameter=unit>\n"
+     "fahrenheit\n</parameter>\n</function>\n</tool_call>", QC,
+     expect(content="Let me check the weather for you:\n", tool_calls=[DALLAS])),
+]
+
+# vLLM tests/tool_parsers/test_pythonic_tool_parser.py (Llama 3.2 style: the reply is the
+# bracketed call list).
+_SIMPLE = "get_weather(city='San Francisco', metric='celsius')"
+SIMPLE = ("get_weather", {"city": "San Francisco", "metric": "celsius"})
+_MORE_TYPES = ("register_user(name='John Doe', age=37, address={'city': 'San Francisco', "
+               "'state': 'CA'}, role=None, passed_test=True, aliases=['John', 'Johnny'])")
+MORE_TYPES = ("register_user", {"name": "John Doe", "age": 37,
+                                "address": {"city": "San Francisco", "state": "CA"},
+                                "role": None, "passed_test": True, "aliases": ["John", "Johnny"]})
+_ESCAPED = r"""get_weather(city='Martha\'s Vineyard', metric='\"cool units\"')"""
+ESCAPED = ("get_weather", {"city": "Martha's Vineyard", "metric": '"cool units"'})
+
+CASES += [
+    ("vllm_pythonic_no_tool_call", "pythonic", "How can I help you today?", {},
+     expect(content="How can I help you today?")),
+    ("vllm_pythonic_simple", "pythonic", f"[{_SIMPLE}]", {}, expect(tool_calls=[SIMPLE])),
+    ("vllm_pythonic_more_types", "pythonic", f"[{_MORE_TYPES}]", {},
+     expect(tool_calls=[MORE_TYPES])),
+    ("vllm_pythonic_parameterless", "pythonic", "[get_weather()]", {},
+     expect(tool_calls=[("get_weather", {})])),
+    ("vllm_pythonic_empty_dict", "pythonic", "[do_something_cool(additional_data={})]", {},
+     expect(tool_calls=[("do_something_cool", {"additional_data": {}})])),
+    ("vllm_pythonic_empty_list", "pythonic", "[do_something_cool(steps=[])]", {},
+     expect(tool_calls=[("do_something_cool", {"steps": []})])),
+    ("vllm_pythonic_escaped_string", "pythonic", f"[{_ESCAPED}]", {},
+     expect(tool_calls=[ESCAPED])),
+    ("vllm_pythonic_parallel_calls", "pythonic", f"[{_SIMPLE}, {_MORE_TYPES}]", {},
+     expect(tool_calls=[SIMPLE, MORE_TYPES])),
+    ("vllm_pythonic_large_steps", "pythonic",
+     f"[{_SIMPLE}, get_weather(), do_something_cool(steps=[])]", {},
+     expect(tool_calls=[SIMPLE, ("get_weather", {}), ("do_something_cool", {"steps": []})])),
+    # vLLM drops a call whose value has no JSON form (bytes, 1e999) and keeps its siblings;
+    # ours keeps them too and reports the dropped call as a problem with its text.
+    ("vllm_pythonic_bad_sibling_bytes", "pythonic", f"[bad(x=b'z'), {_SIMPLE}]", {},
+     expect(tool_calls=[SIMPLE], problems=["bad(x=b'z')"])),
+    ("vllm_pythonic_non_finite_argument", "pythonic", f"[calc(x=1e999), {_SIMPLE}]", {},
+     expect(tool_calls=[SIMPLE], problems=["calc(x=1e999)"])),
+    # vLLM drops the sibling with a stray quote; ours repairs it (a quote not followed by
+    # ",)]}:" is text, see pythonic.py), so both calls run.
+    ("vllm_pythonic_good_call_survives_unparsable_sibling", "pythonic",
+     f"[{_SIMPLE}, f(a='x 'y', b='z')]", {},
+     expect(tool_calls=[SIMPLE, ("f", {"a": "x 'y", "b": "z"})])),
+    ("vllm_pythonic_unrecoverable_block", "pythonic", "[f(a='x 'y' 'z), g(b='p 'q' 'r)]", {},
+     expect(content="[f(a='x 'y' 'z), g(b='p 'q' 'r)]")),
+    ("vllm_pythonic_mismatched_brackets", "pythonic", "[foo(x=1])]", {},
+     expect(content="[foo(x=1])]")),
+]
+
+# vLLM tests/tool_parsers/test_llama4_pythonic_tool_parser.py: the same lists, optionally
+# inside <|python_start|> ... <|python_end|>.
+_LA = "get_weather(city='LA', metric='C')"
+LA = ("get_weather", {"city": "LA", "metric": "C"})
+DOE = ("register_user", {"name": "Doe", "age": 9})
+CASES += [
+    ("vllm_llama4_pythonic_more_types", "pythonic",
+     "[register_user(name='Doe', age=9, address={'city': 'LA', 'state': 'CA'}, role=None, "
+     "passed_test=True, aliases=['John', 'Johnny'])]", {},
+     expect(tool_calls=[("register_user", {"name": "Doe", "age": 9,
+                                           "address": {"city": "LA", "state": "CA"},
+                                           "role": None, "passed_test": True,
+                                           "aliases": ["John", "Johnny"]})])),
+    ("vllm_llama4_pythonic_parallel_no_spaces", "pythonic",
+     "[get_weather(city='LA',metric='C'),register_user(name='Doe',age=9)]", {},
+     expect(tool_calls=[LA, DOE])),
+    ("vllm_llama4_pythonic_python_tag", "pythonic", f"<|python_start|>[{_LA}]<|python_end|>", {},
+     expect(tool_calls=[LA])),
+    ("vllm_llama4_pythonic_python_tag_unclosed", "pythonic",
+     f"<|python_start|>[{_LA},register_user(name='Doe', age=9)]", {},
+     expect(tool_calls=[LA, DOE])),
+    ("vllm_llama4_pythonic_python_tag_three_calls", "pythonic",
+     f"<|python_start|>[{_LA}, get_weather(), do_something_cool(steps=[])]<|python_end|>", {},
+     expect(tool_calls=[LA, ("get_weather", {}), ("do_something_cool", {"steps": []})])),
+    ("vllm_llama4_pythonic_bad_sibling_bytes", "pythonic",
+     f"<|python_start|>[bad(x=b'z'), {_LA}]<|python_end|>", {},
+     expect(tool_calls=[LA], problems=["bad(x=b'z')"])),
+    ("vllm_llama4_pythonic_non_finite_argument", "pythonic",
+     f"<|python_start|>[calc(x=1e999), {_LA}]<|python_end|>", {},
+     expect(tool_calls=[LA], problems=["calc(x=1e999)"])),
+    # Unmarked, a list that does not read is text (vllm_pythonic_mismatched_brackets); inside
+    # the call markers it was meant as calls, so ours reports the block as a problem.
+    ("vllm_llama4_pythonic_mismatched_brackets", "pythonic",
+     "<|python_start|>[foo(x=1])]<|python_end|>", {},
+     expect(problems=["<|python_start|>[foo(x=1])]<|python_end|>"])),
+]
+
+# vLLM tests/tool_parsers/test_longcat_tool_parser.py (common_tests config).
+_LC = "<longcat_tool_call>", "</longcat_tool_call>"
+_TOKYO = '{"name": "get_weather", "arguments": {"city": "Tokyo"}}'
+TOKYO = ("get_weather", {"city": "Tokyo"})
+CASES += [
+    ("vllm_longcat_no_tool_calls", "longcat",
+     "This is a regular response without any tool calls.", {},
+     expect(content="This is a regular response without any tool calls.")),
+    ("vllm_longcat_single_tool_call", "longcat", _LC[0] + _TOKYO + _LC[1], {},
+     expect(tool_calls=[TOKYO])),
+    ("vllm_longcat_parallel_tool_calls", "longcat",
+     _LC[0] + _TOKYO + _LC[1] + "\n" + _LC[0]
+     + '{"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}' + _LC[1], {},
+     expect(content="\n", tool_calls=[TOKYO, ("get_time", {"timezone": "Asia/Tokyo"})])),
+    ("vllm_longcat_various_data_types", "longcat",
+     _LC[0] + '{\n  "name": "test_function",\n  "arguments": {\n    "string_field": "hello",\n'
+     '    "int_field": 42,\n    "float_field": 3.14,\n    "bool_field": true,\n'
+     '    "null_field": null,\n    "array_field": ["a", "b", "c"],\n'
+     '    "object_field": {"nested": "value"},\n    "empty_array": [],\n'
+     '    "empty_object": {}\n  }\n}' + _LC[1], {},
+     expect(tool_calls=[("test_function", {
+         "string_field": "hello", "int_field": 42, "float_field": 3.14, "bool_field": True,
+         "null_field": None, "array_field": ["a", "b", "c"], "object_field": {"nested": "value"},
+         "empty_array": [], "empty_object": {}})])),
+    ("vllm_longcat_empty_arguments", "longcat",
+     _LC[0] + '{"name": "refresh", "arguments": {}}' + _LC[1], {},
+     expect(tool_calls=[("refresh", {})])),
+    ("vllm_longcat_surrounding_text", "longcat",
+     "Let me check the weather for you.\n" + _LC[0] + _TOKYO + _LC[1] + "\nHere is the result.",
+     {}, expect(content="Let me check the weather for you.\n\nHere is the result.",
+                tool_calls=[TOKYO])),
+    ("vllm_longcat_escaped_strings", "longcat",
+     _LC[0] + '{\n  "name": "test_function",\n  "arguments": {\n'
+     '    "quoted": "He said \\"hello\\"",\n    "path": "C:\\\\Users\\\\file.txt",\n'
+     '    "newline": "line1\\nline2",\n    "unicode": "emoji: 🎉"\n  }\n}' + _LC[1], {},
+     expect(tool_calls=[("test_function", {"quoted": 'He said "hello"',
+                                           "path": "C:\\Users\\file.txt",
+                                           "newline": "line1\nline2",
+                                           "unicode": "emoji: 🎉"})])),
+    ("vllm_longcat_malformed_cut_off", "longcat",
+     _LC[0] + '{"name": "func", "arguments": {', {},
+     expect(problems=[_LC[0] + '{"name": "func", "arguments": {'])),
+    ("vllm_longcat_malformed_arguments_not_a_dict", "longcat",
+     _LC[0] + '{"name": "func", "arguments": "not a dict"}' + _LC[1], {},
+     expect(problems=[_LC[0] + '{"name": "func", "arguments": "not a dict"}' + _LC[1]])),
+    ("vllm_longcat_malformed_invalid_json", "longcat",
+     "Some text with " + _LC[0] + "invalid json", {},
+     expect(content="Some text with ", problems=[_LC[0] + "invalid json"])),
+]
+
+# vLLM tests/tool_parsers/test_glm47_moe_tool_parser.py.
+_GLM_TOOLS = [{"type": "function", "function": {"name": "get_current_date", "parameters": {}}},
+              {"type": "function", "function": {"name": "get_weather", "parameters": {
+                  "type": "object", "properties": {"city": {"type": "string"},
+                                                   "date": {"type": "string"}}}}}]
+GLM = {"tools": _GLM_TOOLS}
+_BEIJING = ("<tool_call>get_weather<arg_key>city</arg_key><arg_value>Beijing</arg_value>"
+            "</tool_call>")
+BEIJING = ("get_weather", {"city": "Beijing"})
+DATE = ("get_current_date", {})
+CASES += [
+    ("vllm_glm47_no_tool_call", "glm47", "This is a plain response.", GLM,
+     expect(content="This is a plain response.")),
+    ("vllm_glm47_zero_arg_inline", "glm47", "<tool_call>get_current_date</tool_call>", GLM,
+     expect(tool_calls=[DATE])),
+    ("vllm_glm47_zero_arg_newline", "glm47", "<tool_call>get_current_date\n</tool_call>", GLM,
+     expect(tool_calls=[DATE])),
+    ("vllm_glm47_args_same_line", "glm47", _BEIJING, GLM, expect(tool_calls=[BEIJING])),
+    ("vllm_glm47_args_with_newlines", "glm47",
+     "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Beijing</arg_value>\n"
+     "</tool_call>", GLM, expect(tool_calls=[BEIJING])),
+    ("vllm_glm47_content_before", "glm47", "Checking.<tool_call>get_current_date</tool_call>",
+     GLM, expect(content="Checking.", tool_calls=[DATE])),
+    ("vllm_glm47_multiple", "glm47",
+     _BEIJING + _BEIJING.replace("Beijing", "Shanghai"), GLM,
+     expect(tool_calls=[BEIJING, ("get_weather", {"city": "Shanghai"})])),
+    ("vllm_glm47_whitespace_before_call", "glm47",
+     "  \n  <tool_call>get_current_date</tool_call>", GLM,
+     expect(content="  \n  ", tool_calls=[DATE])),
+]
+
+# vLLM tests/tool_parsers/test_functiongemma_tool_parser.py. Its request offers no tools.
+_FG = "<start_function_call>", "<end_function_call>"
+CASES += [
+    ("vllm_function_gemma_no_tool_calls", "function_gemma", "Hello, how can I help you today?",
+     {}, expect(content="Hello, how can I help you today?")),
+    ("vllm_function_gemma_single_tool_call", "function_gemma",
+     _FG[0] + "call:get_weather{location:<escape>London<escape>}" + _FG[1], {},
+     expect(tool_calls=[("get_weather", {"location": "London"})])),
+    ("vllm_function_gemma_multiple_arguments", "function_gemma",
+     _FG[0] + "call:get_weather{location:<escape>San Francisco<escape>,"
+     "unit:<escape>celsius<escape>}" + _FG[1], {},
+     expect(tool_calls=[("get_weather", {"location": "San Francisco", "unit": "celsius"})])),
+    ("vllm_function_gemma_text_before_tool_call", "function_gemma",
+     "Let me check the weather for you. " + _FG[0]
+     + "call:get_weather{location:<escape>Paris<escape>}" + _FG[1], {},
+     expect(content="Let me check the weather for you. ",
+            tool_calls=[("get_weather", {"location": "Paris"})])),
+    ("vllm_function_gemma_multiple_tool_calls", "function_gemma",
+     _FG[0] + "call:get_weather{location:<escape>London<escape>}" + _FG[1]
+     + _FG[0] + "call:get_time{timezone:<escape>UTC<escape>}" + _FG[1], {},
+     expect(tool_calls=[("get_weather", {"location": "London"}),
+                        ("get_time", {"timezone": "UTC"})])),
+    ("vllm_function_gemma_empty_arguments", "function_gemma",
+     _FG[0] + "call:refresh{}" + _FG[1], {}, expect(tool_calls=[("refresh", {})])),
+    ("vllm_function_gemma_two_keys", "function_gemma",
+     _FG[0] + "call:get_weather{city:<escape>NYC<escape>,unit:<escape>celsius<escape>}" + _FG[1],
+     {}, expect(tool_calls=[("get_weather", {"city": "NYC", "unit": "celsius"})])),
+    ("vllm_function_gemma_spaces_in_value", "function_gemma",
+     _FG[0] + "call:say{message:<escape>Hello World<escape>}" + _FG[1], {},
+     expect(tool_calls=[("say", {"message": "Hello World"})])),
+]
+
+# More of test_qwen3coder_tool_parser.py: its regression cases.
+_NO_GT = ("<tool_call>\n<function=get_current_weather\n<parameter=city>Dallas</parameter>\n"
+          "</function>\n</tool_call>")
+_BAD_THEN_GOOD = ("<tool_call>\n<function=bad_func_no_gt\n</function>\n</tool_call>\n")
+CASES += [
+    ("vllm_qwen3_coder_missing_opening_tag", "qwen3_coder",
+     "I'll check the weather for you.\n\n"
+     + _qc("get_current_weather", ("city", "Dallas"), ("state", "TX"), ("unit", "fahrenheit"),
+           wrap=False) + "\n</tool_call>", QC,
+     expect(content="I'll check the weather for you.\n\n", tool_calls=[DALLAS])),
+    # vLLM only asks that a name missing its ">" not crash (and drops that call); ours ends
+    # the name at the newline or "<", as mlx-lm reads it (qwen3_coder.py), so the call runs.
+    ("vllm_qwen3_coder_malformed_no_gt", "qwen3_coder", _NO_GT, QC,
+     expect(tool_calls=[("get_current_weather", {"city": "Dallas"})])),
+    ("vllm_qwen3_coder_bad_call_then_good", "qwen3_coder",
+     _BAD_THEN_GOOD + "<tool_call>\n<function=get_current_weather>\n"
+     "<parameter=city>Dallas</parameter>\n<parameter=state>TX</parameter>\n</function>\n"
+     "</tool_call>", QC,
+     expect(tool_calls=[("bad_func_no_gt", {}),
+                        ("get_current_weather", {"city": "Dallas", "state": "TX"})])),
+    ("vllm_qwen3_coder_anyof_object_not_double_encoded", "qwen3_coder",
+     '<tool_call>\n<function=update_record>\n<parameter=data>{"key": "value", "count": 42}'
+     "</parameter>\n</function>\n</tool_call>",
+     {"tools": [{"type": "function", "function": {"name": "update_record", "parameters": {
+         "type": "object", "properties": {"data": {"anyOf": [{"type": "object"},
+                                                             {"type": "null"}]}}}}}]},
+     expect(tool_calls=[("update_record", {"data": {"key": "value", "count": 42}})])),
+    ("vllm_qwen3_coder_string_not_double_serialized", "qwen3_coder",
+     "<tool_call>\n<function=greet>\n<parameter=message>hello world</parameter>\n</function>\n"
+     "</tool_call>",
+     {"tools": [{"type": "function", "function": {"name": "greet", "parameters": {
+         "type": "object", "properties": {"message": {"type": "string"}}}}}]},
+     expect(tool_calls=[("greet", {"message": "hello world"})])),
+]
+
+# vLLM tests/tool_parsers/test_glm4_moe_tool_parser.py (GLM-4.5/4.6 write the same pairs as
+# GLM-4.7, each on its own line). Its request offers get_weather only.
+GLM45 = {"tools": [_GLM_TOOLS[1]], "starts_in_reasoning": False}
+
+
+def _glm45(name, *pairs, indent="    "):
+    body = "".join(f"{indent}<arg_key>{k}</arg_key>\n{indent}<arg_value>{v}</arg_value>\n"
+                   for k, v in pairs)
+    return f"<tool_call>{name}\n{body}{indent}</tool_call>"
+
+
+def _glm45_weather(city, state, unit):
+    return _glm45("get_current_weather", ("city", city), ("state", state), ("unit", unit)), (
+        "get_current_weather", {"city": city, "state": state, "unit": unit})
+
+
+_G_DALLAS, G_DALLAS = _glm45_weather("Dallas", "TX", "fahrenheit")
+_G_ORLANDO, G_ORLANDO = _glm45_weather("Orlando", "FL", "fahrenheit")
+_G_SEATTLE, G_SEATTLE = _glm45_weather("Seattle", "WA", "celsius")
+_G_NY, G_NY = _glm45_weather("New York", "NY", "celsius")
+_G_BEIJING = _glm45("get_weather", ("city", "Beijing"), ("date", "2025-08-01"), indent="")
+G_BEIJING = ("get_weather", {"city": "Beijing", "date": "2025-08-01"})
+CASES += [
+    ("vllm_glm4_moe_no_tools", "glm47", "This is a test", GLM45, expect(content="This is a test")),
+    ("vllm_glm4_moe_single_tool_call", "glm47", _G_DALLAS, GLM45, expect(tool_calls=[G_DALLAS])),
+    # Whitespace between GLM's calls is its template's markup (call_gap_is_markup), dropped
+    # as vLLM drops it.
+    ("vllm_glm4_moe_multiple_tool_calls", "glm47", _G_DALLAS + "\n    " + _G_ORLANDO, GLM45,
+     expect(tool_calls=[G_DALLAS, G_ORLANDO])),
+    ("vllm_glm4_moe_content_before", "glm47", "I'll help you check the weather. " + _G_SEATTLE,
+     GLM45, expect(content="I'll help you check the weather. ", tool_calls=[G_SEATTLE])),
+    ("vllm_glm4_moe_mixed_args", "glm47", _G_NY, GLM45, expect(tool_calls=[G_NY])),
+    ("vllm_glm4_moe_date_arg", "glm47",
+     "I will help you get the weather."
+     + _glm45("get_weather", ("city", "Beijing"), ("date", "2025-08-01")), GLM45,
+     expect(content="I will help you get the weather.", tool_calls=[G_BEIJING])),
+    # vLLM's tool parser leaves the think block in content; our one splitter reads it.
+    ("vllm_glm4_moe_with_thinking_tags", "glm47",
+     "<think>I want to get the weather.</think>\n\nI will help you get the weather.\n"
+     + _G_BEIJING, GLM45,
+     expect("I want to get the weather.", "\n\nI will help you get the weather.\n",
+            tool_calls=[G_BEIJING])),
+    ("vllm_glm4_moe_empty_arguments", "glm47", "<tool_call>get_current_time\n</tool_call>",
+     GLM45, expect(tool_calls=[("get_current_time", {})])),
+    # vLLM's content is only the text before the first call; ours keeps the text between.
+    ("vllm_glm4_moe_mixed_content", "glm47",
+     "I will help you get the weather info.\n\n" + _G_BEIJING
+     + "\n\nmeaningwhile, I will also check the weather in Shanghai.\n\n"
+     + _G_BEIJING.replace("Beijing", "Shanghai"), GLM45,
+     expect(content="I will help you get the weather info.\n\n\n\nmeaningwhile, I will also "
+                    "check the weather in Shanghai.\n\n",
+            tool_calls=[G_BEIJING, ("get_weather", {"city": "Shanghai", "date": "2025-08-01"})])),
+    ("vllm_glm4_moe_special_characters", "glm47",
+     _glm45("send_message", ("recipient", "Amy"), ("message", "It is a nice day"),
+            ("priority", "high"), indent=""), GLM45,
+     expect(tool_calls=[("send_message", {"recipient": "Amy", "message": "It is a nice day",
+                                          "priority": "high"})])),
+    # The reply ends after a whole </arg_value> with no </tool_call>: vLLM keeps it as
+    # content; ours reads the call (the family's whole_ends: the call's text is complete).
+    ("vllm_glm4_moe_incomplete_tool_call", "glm47", _G_BEIJING[:-len("</tool_call>")].rstrip(),
+     GLM45, expect(tool_calls=[G_BEIJING])),
+    # vLLM accepts a partial call or none; ours reads the pairs mlx-lm's pattern finds (a
+    # key with no </arg_key> is none), so the call runs with its one whole pair.
+    ("vllm_glm4_moe_malformed_xml", "glm47",
+     "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Seattle</arg_value>\n"
+     "<arg_key>incomplete_arg\n<arg_value>value</arg_value>\n</tool_call>", GLM45,
+     expect(tool_calls=[("get_weather", {"city": "Seattle"})])),
+]
+CASES += [
+    ("vllm_glm4_moe_numeric_deserialization", "glm47",
+     "<tool_call>calculate\n<arg_key>operation</arg_key>\n<arg_value>add</arg_value>\n"
+     "<arg_key>a</arg_key>\n<arg_value>42</arg_value>\n<arg_key>b</arg_key>\n"
+     "<arg_value>3.14</arg_value>\n<arg_key>enabled</arg_key>\n<arg_value>true</arg_value>\n"
+     "</tool_call>", GLM45,
+     expect(tool_calls=[("calculate", {"operation": "add", "a": 42, "b": 3.14,
+                                       "enabled": True})])),
+    ("vllm_glm4_moe_whitespace_preserved_in_string", "glm47",
+     "<tool_call>apply_diff\n<arg_key>s</arg_key>\n<arg_value>    indented code    </arg_value>\n"
+     "</tool_call>",
+     {"tools": [{"type": "function", "function": {"name": "apply_diff", "parameters": {
+         "type": "object", "required": ["s"], "properties": {"s": {"type": "string"}}}}}]},
+     expect(tool_calls=[("apply_diff", {"s": "    indented code    "})])),
+    ("vllm_glm4_moe_zero_argument", "glm47", "<tool_call>get_time\n</tool_call>", GLM45,
+     expect(tool_calls=[("get_time", {})])),
+    # An opened call with nothing after it: vLLM keeps it as content; ours, a problem.
+    ("vllm_glm4_moe_no_regex_match", "glm47", "<tool_call>   ", GLM45,
+     expect(problems=["<tool_call>   "])),
+    ("vllm_glm4_moe_unicode_preserved", "glm47",
+     "<tool_call>send_message\n<arg_key>greeting</arg_key>\n<arg_value>你好世界</arg_value>\n"
+     "<arg_key>emoji</arg_key>\n<arg_value>🎉</arg_value>\n</tool_call>", GLM45,
+     expect(tool_calls=[("send_message", {"greeting": "你好世界", "emoji": "🎉"})])),
+    ("vllm_glm4_moe_escape_in_string", "glm47",
+     '<tool_call>send_message\n<arg_key>message</arg_key><arg_value>Hello "world"\nNew line'
+     "</arg_value></tool_call>", GLM45,
+     expect(tool_calls=[("send_message", {"message": 'Hello "world"\nNew line'})])),
+    ("vllm_glm4_moe_empty_tool_call", "glm47", "<tool_call></tool_call>", GLM45,
+     expect(problems=["<tool_call></tool_call>"])),
+]
+
+# vLLM tests/tool_parsers/test_deepseekv4_tool_parser.py (DSML; values marked string="true").
+_V4 = "<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"
+
+
+def _v4(name, block="tool_calls", **params):
+    body = "".join(f'<｜DSML｜parameter name="{k}" string="true">{v}</｜DSML｜parameter>\n'
+                   for k, v in params.items())
+    return (f'<｜DSML｜{block}>\n<｜DSML｜invoke name="{name}">\n{body}</｜DSML｜invoke>\n'
+            f"</｜DSML｜{block}>")
+
+
+CASES += [
+    ("vllm_deepseek_v4_extract_tool_calls", "deepseek_v4",
+     "Let me check. " + _v4("get_weather", location="Beijing", unit="celsius"), NOT_THINKING,
+     expect(content="Let me check. ",
+            tool_calls=[("get_weather", {"location": "Beijing", "unit": "celsius"})])),
+    # V4's block is "tool_calls"; V3.2's "function_calls" block is another family's.
+    ("vllm_deepseek_v4_function_calls_block_is_not_accepted", "deepseek_v4",
+     _v4("search", block="function_calls", query="vllm"), NOT_THINKING,
+     expect(content=_v4("search", block="function_calls", query="vllm"))),
+    ("vllm_deepseek_v4_streaming_complete_invoke", "deepseek_v4",
+     _v4("search", query="deepseek v4"), NOT_THINKING,
+     expect(tool_calls=[("search", {"query": "deepseek v4"})])),
+]
