@@ -895,3 +895,110 @@ CASES += [
      _v4("search", query="deepseek v4"), NOT_THINKING,
      expect(tool_calls=[("search", {"query": "deepseek v4"})])),
 ]
+
+# vLLM tests/tool_parsers/test_gemma4_tool_parser.py: its argument-reader cases, each as the
+# body of one call, then its extraction cases. Its request offers no tools.
+_Q = '<|"|>'
+
+
+def _g4(body, name="f"):
+    return f"<|tool_call>call:{name}{{{body}}}<tool_call|>"
+
+
+CASES += [
+    (f"vllm_gemma4_args_{name}", "gemma4", _g4(body), {}, expect(tool_calls=[("f", args)]))
+    for name, body, args in [
+        ("empty", "", {}),
+        ("whitespace_only", "   ", {}),
+        ("single_string", f"location:{_Q}Paris{_Q}", {"location": "Paris"}),
+        ("string_with_comma", f"location:{_Q}Paris, France{_Q}", {"location": "Paris, France"}),
+        ("multiple_strings", f"location:{_Q}San Francisco{_Q},unit:{_Q}celsius{_Q}",
+         {"location": "San Francisco", "unit": "celsius"}),
+        ("integer", "count:42", {"count": 42}),
+        ("float", "score:3.14", {"score": 3.14}),
+        ("true", "flag:true", {"flag": True}),
+        ("false", "flag:false", {"flag": False}),
+        ("null", "param:null", {"param": None}),
+        ("mixed_types", f"name:{_Q}test{_Q},count:42,active:true,score:3.14",
+         {"name": "test", "count": 42, "active": True, "score": 3.14}),
+        ("nested_object", f"nested:{{inner:{_Q}value{_Q}}}", {"nested": {"inner": "value"}}),
+        ("string_delimited_dict_key", f"record_map:{{{_Q}3{_Q}:{_Q}new text{_Q}}}",
+         {"record_map": {"3": "new text"}}),
+        ("nested_string_delimited_dict_key", f"outer:{{inner:{{{_Q}3{_Q}:{_Q}new text{_Q}}}}}",
+         {"outer": {"inner": {"3": "new text"}}}),
+        ("array_of_strings", f"items:[{_Q}a{_Q},{_Q}b{_Q}]", {"items": ["a", "b"]}),
+        ("trailing_dot_float", "left:108.,right:22.8", {"left": 108.0, "right": 22.8}),
+        ("array_bare_values", "items:[42,true,3.14]", {"items": [42, True, 3.14]}),
+        ("array_empty", "items:[]", {"items": []}),
+    ]
+] + [
+    ("vllm_gemma4_no_tool_calls", "gemma4", "Hello, how can I help you today?", {},
+     expect(content="Hello, how can I help you today?")),
+    ("vllm_gemma4_single_tool_call", "gemma4", _g4(f"location:{_Q}London{_Q}", "get_weather"),
+     {}, expect(tool_calls=[("get_weather", {"location": "London"})])),
+    # vLLM strips the space before the call; ours keeps the text as written.
+    ("vllm_gemma4_text_before_tool_call", "gemma4",
+     "Let me check the weather for you. " + _g4(f"location:{_Q}Paris{_Q}", "get_weather"), {},
+     expect(content="Let me check the weather for you. ",
+            tool_calls=[("get_weather", {"location": "Paris"})])),
+    ("vllm_gemma4_multiple_tool_calls", "gemma4",
+     _g4(f"location:{_Q}London{_Q}", "get_weather") + _g4(f"location:{_Q}London{_Q}", "get_time"),
+     {}, expect(tool_calls=[("get_weather", {"location": "London"}),
+                            ("get_time", {"location": "London"})])),
+    ("vllm_gemma4_nested_arguments", "gemma4",
+     _g4(f"nested:{{inner:{_Q}value{_Q}}},list:[{_Q}a{_Q},{_Q}b{_Q}]", "complex_function"), {},
+     expect(tool_calls=[("complex_function", {"nested": {"inner": "value"},
+                                              "list": ["a", "b"]})])),
+    ("vllm_gemma4_number_and_boolean", "gemma4", _g4("is_active:true,count:42,score:3.14",
+                                                     "set_status"), {},
+     expect(tool_calls=[("set_status", {"is_active": True, "count": 42, "score": 3.14})])),
+    # A call cut off inside a string: vLLM keeps it as content; ours, a problem.
+    ("vllm_gemma4_incomplete_tool_call", "gemma4",
+     f"<|tool_call>call:get_weather{{location:{_Q}London", {},
+     expect(problems=[f"<|tool_call>call:get_weather{{location:{_Q}London"])),
+    ("vllm_gemma4_hyphenated_function_name", "gemma4",
+     _g4(f"location:{_Q}London{_Q}", "get-weather"), {},
+     expect(tool_calls=[("get-weather", {"location": "London"})])),
+    ("vllm_gemma4_dotted_function_name", "gemma4", _g4(f"location:{_Q}London{_Q}", "weather.get"),
+     {}, expect(tool_calls=[("weather.get", {"location": "London"})])),
+    ("vllm_gemma4_no_arguments", "gemma4", _g4("", "get_status"), {},
+     expect(tool_calls=[("get_status", {})])),
+]
+# Its streaming cases: each reply whole (every chunking of it is checked here).
+_HTML = ('<!DOCTYPE html>\n<html lang="zh-CN">\n<head>\n    <meta charset="UTF-8">\n'
+         '    <meta name="viewport" content="width=device-width">\n')
+CASES += [
+    ("vllm_gemma4_stream_value_with_comma", "gemma4",
+     _g4(f"location:{_Q}Paris, France{_Q}", "get_weather"), {},
+     expect(tool_calls=[("get_weather", {"location": "Paris, France"})])),
+    ("vllm_gemma4_stream_nested_bool", "gemma4", _g4("input:{all:true}", "search"), {},
+     expect(tool_calls=[("search", {"input": {"all": True}})])),
+    ("vllm_gemma4_stream_delimiter_in_value", "gemma4",
+     _g4(f"content:{_Q}Buy milk{_Q}", "todowrite"), {},
+     expect(tool_calls=[("todowrite", {"content": "Buy milk"})])),
+    ("vllm_gemma4_stream_text_after_call", "gemma4",
+     _g4(f"location:{_Q}Paris{_Q}", "get_weather") + "<div>", {},
+     expect(content="<div>", tool_calls=[("get_weather", {"location": "Paris"})])),
+    ("vllm_gemma4_stream_html_argument", "gemma4",
+     _g4(f"path:{_Q}index.html{_Q},content:{_Q}{_HTML}{_Q}", "write_file"), {},
+     expect(tool_calls=[("write_file", {"path": "index.html", "content": _HTML})])),
+    ("vllm_gemma4_stream_trailing_bare_bool", "gemma4",
+     _g4(f"file_path:{_Q}src/env.py{_Q},old_string:{_Q}old_val{_Q},new_string:{_Q}new_val{_Q},"
+         "replace_all:false", "Edit"), {},
+     expect(tool_calls=[("Edit", {"file_path": "src/env.py", "old_string": "old_val",
+                                  "new_string": "new_val", "replace_all": False})])),
+]
+_G4_BROKEN = [f"key:{_Q}unterminated", "items:[42,]trailing]", ":[t:[]"]
+CASES += [
+    ("vllm_gemma4_args_empty_value", "gemma4", _g4("key:"), {},
+     expect(tool_calls=[("f", {"key": ""})])),
+    ("vllm_gemma4_args_string_element_with_closing_bracket", "gemma4",
+     _g4(f"items:[[{_Q}a]b{_Q},{_Q}c{_Q}],{_Q}tail{_Q}]"), {},
+     expect(tool_calls=[("f", {"items": [["a]b", "c"], "tail"]})])),
+] + [
+    # vLLM's reader salvages what it can from these (the string to the end, the array up to
+    # the stray bracket, any dict at all); ours runs no call on arguments that do not read
+    # and reports the call as a problem with its text.
+    (f"vllm_gemma4_args_broken_{i}", "gemma4", _g4(body), {}, expect(problems=[_g4(body)]))
+    for i, body in enumerate(_G4_BROKEN)
+]
