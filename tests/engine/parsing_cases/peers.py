@@ -1002,3 +1002,54 @@ CASES += [
     (f"vllm_gemma4_args_broken_{i}", "gemma4", _g4(body), {}, expect(problems=[_g4(body)]))
     for i, body in enumerate(_G4_BROKEN)
 ]
+
+# vLLM tests/tool_parsers/test_qwen36_bugs.py (Qwen3.5/3.6 share Qwen3-Coder's XML).
+_PICK_TOOLS = [{"type": "function", "function": {"name": "pick", "parameters": {
+    "type": "object", "properties": {"items": {"type": "array"}}}}}]
+_CITY_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}}}}]
+CASES += [
+    ("vllm_qwen36_array_with_json_bool", "qwen3_coder",
+     '<tool_call>\n<function=pick>\n<parameter=items>\n["a", "b", 1, true]\n</parameter>\n'
+     "</function>\n</tool_call>", {"tools": _PICK_TOOLS},
+     expect(tool_calls=[("pick", {"items": ["a", "b", 1, True]})])),
+    ("vllm_qwen36_two_tool_calls_in_one_chunk", "qwen3_coder",
+     _qc("get_weather", ("city", "Paris")) + "\n" + _qc("get_weather", ("city", "London")),
+     {"tools": _CITY_TOOLS},
+     expect(tool_calls=[("get_weather", {"city": "Paris"}), ("get_weather", {"city": "London"})])),
+]
+
+# vLLM tests/tool_parsers/test_qwen3_xml_coder_shared.py: the cases its two Qwen3 XML
+# parsers share that the ones above do not already hold.
+
+
+def _one_param_tool(name, param, schema):
+    return {"tools": [{"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": {param: schema}}}}]}
+
+
+_PROCESS = {"tools": [{"type": "function", "function": {"name": "process", "parameters": {
+    "type": "object", "properties": {"name": {"type": "string"},
+                                     "data": {"type": "object"}}}}}]}
+CASES += [
+    ("vllm_qwen3_shared_object_as_python_repr", "qwen3_coder",
+     _qc("test_types", ("obj_param", "{'key': 'value'}")), {"tools": _TYPES_TOOLS},
+     expect(tool_calls=[("test_types", {"obj_param": {"key": "value"}})])),
+    ("vllm_qwen3_shared_speculative_decode_loss", "qwen3_coder",
+     "<tool_call>\n<function=test>\n<parameter=city>\nParis\n</parameter>\n</function>\n"
+     "</tool_call>", {}, expect(tool_calls=[("test", {"city": "Paris"})])),
+    ("vllm_qwen3_shared_string_null_preserved", "qwen3_coder",
+     "<tool_call>\n<function=search>\n<parameter=query>null</parameter>\n</function>\n"
+     "</tool_call>", _one_param_tool("search", "query", {"type": "string"}),
+     expect(tool_calls=[("search", {"query": "null"})])),
+    ("vllm_qwen3_shared_anyof_string_null_keeps_string", "qwen3_coder",
+     "<tool_call>\n<function=set_code>\n<parameter=code>42</parameter>\n</function>\n"
+     "</tool_call>",
+     _one_param_tool("set_code", "code", {"anyOf": [{"type": "string"}, {"type": "null"}]}),
+     expect(tool_calls=[("set_code", {"code": "42"})])),
+    ("vllm_qwen3_shared_anyof_integer_null_is_int", "qwen3_coder",
+     "<tool_call>\n<function=set_count>\n<parameter=count>42</parameter>\n</function>\n"
+     "</tool_call>",
+     _one_param_tool("set_count", "count", {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
+     expect(tool_calls=[("set_count", {"count": 42})])),
+]
