@@ -182,6 +182,17 @@ def _convert(value: str, schema: Any) -> Any:
         return _number(value, integer=not kind.startswith(("num", "float", "double")))
     if kind in ("boolean", "bool", "binary"):
         return value.strip().lower() == "true"
+    read = _literal(value)
+    if isinstance(read, str) and kind in _CONTAINER_TYPES:
+        return _unwrapped_container(read)
+    return read
+
+
+_CONTAINER_TYPES = {"object", "dict", "array", "list"}
+
+
+def _literal(value: str) -> Any:
+    """``value`` read as JSON, else as a Python literal, else the text itself."""
     try:
         return json.loads(value)
     except ValueError:
@@ -190,6 +201,14 @@ def _convert(value: str, schema: Any) -> Any:
         return ast.literal_eval(value)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return value
+
+
+def _unwrapped_container(text: str) -> Any:
+    """An object or array parameter the model wrote as a quoted string of one
+    (``"{'key': 'value'}"``: templates that ``json.dumps`` a ``str(dict)`` teach that): the
+    container inside, read once more; any other string stays as it is."""
+    inner = _literal(text)
+    return inner if isinstance(inner, (dict, list)) else text
 
 
 def _number(value: str, integer: bool) -> Any:

@@ -1052,4 +1052,10 @@ CASES += [
      "</tool_call>",
      _one_param_tool("set_count", "count", {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
      expect(tool_calls=[("set_count", {"count": 42})])),
+    ("vllm_qwen3_shared_double_encoded_object", "qwen3_coder",
+     "<tool_call>\n<function=process>\n<parameter=name>\nhello\n</parameter>\n"
+     "<parameter=data>\n\"{'key': 'value', 'n': 1}\"\n</parameter>\n</function>\n"
+     "</tool_call>\n", _PROCESS,
+     expect(content="\n", tool_calls=[("process", {"name": "hello",
+                                                   "data": {"key": "value", "n": 1}})])),
 ]
