@@ -1,5 +1,9 @@
 """Peers' own test cases, ported: vLLM's reasoning and tool-parser suites and mlx-lm's
-``tests/test_tool_parsing.py``, for every format one of our families reads.
+``tests/test_tool_parsing.py``, for every format one of our families reads. vLLM's tool
+parser files ported: deepseekv3/v31/v4, hermes, minimax_m2, llama3_json, kimi_k2, mistral,
+qwen3coder, qwen3_xml_coder_shared, qwen36_bugs, pythonic, llama4_pythonic, longcat,
+glm4_moe, glm47_moe, functiongemma and gemma4 (each one's argument-reader unit cases as whole
+calls). mlx-lm's ``tests/test_server.py`` holds no tool-call parsing cases to port.
 
 Same case shape as ``core.py``; ``test_parsing.py`` runs each through the buffered parse and
 every chunking (sizes 1..128, random splits, one character at a time). Each block names the
