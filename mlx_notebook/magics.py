@@ -23,7 +23,7 @@ from mlx_notebook.engine import EngineError
 
 from . import reports
 from .display import plural
-from .errors import as_usage_errors, no_model_error, usage_error
+from .errors import LOAD_FLAGS, as_usage_errors, no_model_error, usage_error
 from .interpolation import interpolate
 from .options import (
     CONFIG_ALIASES,
@@ -1123,8 +1123,9 @@ def _reload_line(engine: Any) -> str | None:
                         ("--chat-template", "FILE" if config.chat_template else None)):
         if value:
             line += f" {flag} {shlex.quote(str(value))}"
-    return (line + " --fused-first-token" * config.fused_first_token
-            + " --cudnn-for-few-rows" * config.cudnn_for_few_rows)
+    switches = (f" {LOAD_FLAGS[name]}" for name in ("fused_first_token", "cudnn_for_few_rows")
+                if getattr(config, name))
+    return line + "".join(switches)
 
 
 def _model_dtype(engine: Any) -> str | None:

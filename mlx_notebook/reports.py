@@ -108,6 +108,13 @@ def model_summary(info: Any) -> Report:
     )
 
 
+_SWITCH_PHRASES = (
+    ("fused_first_token", ", first token read with the prompt's last chunk (--fused-first-token)"),
+    ("cudnn_for_few_rows", ", cuDNN attention for short passes (--cudnn-for-few-rows)"),
+)
+"""What ``%mlx status`` says of each on/off ``EngineConfig`` field that is on."""
+
+
 def status(engine: Any, listener: Any = None) -> Report:
     """The engine's state and, while ``%mlx serve`` runs, what it serves and to whom."""
     if engine is None:
@@ -117,14 +124,12 @@ def status(engine: Any, listener: Any = None) -> Report:
     memory = ("memory: the server's own (remote)" if remote else
               f"memory: {_size(_get(info, 'memory_bytes'))} of weights; MLX active "
               f"{_size(mx.get_active_memory())}, peak {_size(mx.get_peak_memory())}")
+    config = getattr(engine, "config", None)
+    switches = "".join(phrase for name, phrase in _SWITCH_PHRASES if getattr(config, name, False))
     lines = [
         f"model: {_get(info, 'name')} ({_get(info, 'model_type')}) at {_get(info, 'path')}",
         memory,
-        f"engine: {'healthy' if engine.healthy else 'stopped'}"
-        + (", first token read with the prompt's last chunk (--fused-first-token)"
-           if getattr(getattr(engine, "config", None), "fused_first_token", False) else "")
-        + (", cuDNN attention for short passes (--cudnn-for-few-rows)"
-           if getattr(getattr(engine, "config", None), "cudnn_for_few_rows", False) else ""),
+        f"engine: {'healthy' if engine.healthy else 'stopped'}{switches}",
         f"active requests: {engine.active_requests}",
     ]
     if listener is not None:
