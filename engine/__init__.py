@@ -22,7 +22,7 @@ os.environ.setdefault("MLX_ENABLE_CACHE_THRASHING_CHECK", "0")
 
 from ._byte_count import fixed as format_fixed
 from ._byte_count import format_bytes
-from ._config import EngineConfig
+from ._config import SWITCH_HELP, EngineConfig
 from ._errors import EngineDeadError, EngineError, EngineRequestError, ModelStoreError
 from ._events import (
     ContentDelta, EngineEvent, Error, Finished, ParseProblem, PrefillProgress, ReasoningDelta,
@@ -64,7 +64,7 @@ _LAZY = {
 
 __all__ = [
     # the engine and its settings
-    "Engine", "EngineConfig", "GenerationRequest", "admit", "RequestHandle", "Inspection",
+    "Engine", "EngineConfig", "SWITCH_HELP", "GenerationRequest", "admit", "RequestHandle", "Inspection",
     "TOOLS_NOT_RENDERED", "ModelInfo", "CacheInfo", "CacheLookup", "CacheEntry",
     # errors
     "EngineError", "EngineRequestError", "EngineDeadError", "ModelStoreError",

@@ -41,8 +41,21 @@ SAMPLING_DEFAULTS: Mapping[str, Any] = MappingProxyType(
 DEFAULT_PROMPT_CACHE_BYTES = 1 << 30
 
 
-_SWITCHES = ("fused_first_token", "cudnn_for_few_rows")
-"""The fields that are True or False (None: False)."""
+SWITCH_HELP = MappingProxyType({
+    "fused_first_token": (
+        "Read a prompt's last token and the first reply token in one forward pass instead of "
+        "mlx-lm's two: a follow-up turn answers a pass sooner, but greedy replies are no "
+        "longer mlx_lm.server's bit for bit and may part from them at a near-tie. Off by "
+        "default."),
+    "cudnn_for_few_rows": (
+        "On an NVIDIA GPU, let passes shorter than a prefill chunk (a follow-up, a short "
+        "prompt) take cuDNN's attention as mlx-lm does: replies are mlx_lm.server's bit for "
+        "bit, but each new prompt length waits 40-70 ms for a cuDNN plan. Off by default; "
+        "nothing changes off CUDA."),
+})
+"""The fields that are True or False (None: False), with the one help text the command line
+and ``%load_model`` both show for their flags."""
+_SWITCHES = tuple(SWITCH_HELP)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ._byte_count import format_bytes
+from ._config import SWITCH_HELP
 from .models._dtype_policy import DTYPES
 from ._errors import EngineError
 from .models._store import DEFAULT_MODEL, cache_dir, import_gguf_file, remove_entry, resolve_model, store_entries
@@ -19,14 +20,6 @@ DEMO_PROMPT = "What is the capital of France? Answer in one sentence."
 _DTYPE_HELP = ("auto (default): float32 for a model of at most 2B parameters on a CPU, where "
                "BLAS makes it fast, "
                "else the model's own; keep: the file's quantization; float32 or bfloat16: dequantize")
-
-_FUSED_HELP = ("read a prompt's last token and its first reply token in one forward pass, not "
-               "mlx-lm's two: a lone request (a follow-up turn) answers a pass sooner, but greedy "
-               "replies are no longer mlx_lm.server's bit for bit (off by default)")
-
-_CUDNN_HELP = ("on an NVIDIA GPU, let passes shorter than a prefill chunk take cuDNN's attention "
-               "as mlx-lm does: replies are mlx_lm.server's bit for bit, but each new prompt "
-               "length waits 65-70 ms for a cuDNN plan (off by default; nothing changes off CUDA)")
 
 _ORIGINS_HELP = ("comma-separated web origins whose pages may call the API from a browser "
                  "(CORS), e.g. http://localhost:3000, or * for any (default: none)")
@@ -202,8 +195,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--allowed-origins", default="", metavar="ORIGINS",
                        help=_ORIGINS_HELP)
     serve.add_argument("--dtype", choices=DTYPES, default="auto", help=_DTYPE_HELP)
-    serve.add_argument("--fused-first-token", action="store_true", help=_FUSED_HELP)
-    serve.add_argument("--cudnn-for-few-rows", action="store_true", help=_CUDNN_HELP)
+    serve.add_argument("--fused-first-token", action="store_true", help=SWITCH_HELP["fused_first_token"])
+    serve.add_argument("--cudnn-for-few-rows", action="store_true", help=SWITCH_HELP["cudnn_for_few_rows"])
     serve.set_defaults(run=_serve)
     return parser
 

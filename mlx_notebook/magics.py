@@ -19,7 +19,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, argument_group, magic_arguments
 from IPython.display import display
 
-from mlx_notebook.engine import EngineError
+from mlx_notebook.engine import SWITCH_HELP, EngineError
 
 from . import reports
 from .display import plural
@@ -270,16 +270,8 @@ class MlxMagics(Magics):
     @argument("--adapter", default=None, metavar="PATH", help="A LoRA adapter directory to apply.")
     @argument("--draft-model", default=None, metavar="SPEC", help="A small model for speculative decoding.")
     @argument("--chat-template", default=None, metavar="FILE", help="A Jinja chat template file to use instead of the model's.")
-    @argument("--fused-first-token", action="store_true",
-              help="Read a prompt's last token and the first reply token in one forward pass "
-                   "instead of mlx-lm's two: a follow-up turn answers a pass sooner (most on a "
-                   "GPU), but greedy replies are no longer mlx_lm.server's bit for bit and may "
-                   "part from them at a near-tie.")
-    @argument("--cudnn-for-few-rows", action="store_true",
-              help="On an NVIDIA GPU, let passes shorter than a prefill chunk (a follow-up, a "
-                   "short prompt) take cuDNN's attention as mlx-lm does: replies are mlx_lm."
-                   "server's bit for bit, but each new prompt length waits 65-70 ms for a "
-                   "cuDNN plan. Off by default; nothing changes off CUDA.")
+    @argument("--fused-first-token", action="store_true", help=SWITCH_HELP["fused_first_token"])
+    @argument("--cudnn-for-few-rows", action="store_true", help=SWITCH_HELP["cudnn_for_few_rows"])
     @argument("--no-progress", action="store_true", help="Do not show progress bars while loading.")
     @argument("--name", default=None, metavar="NAME",
               help="Load the model beside the current one under NAME (the current model stays "
