@@ -1,10 +1,15 @@
-"""Rough edges of the tool-call parsers, where model text was cut at the wrong place or
-vanished: GLM 4.7 (and LongCat, which shares its scan) pairs with a tag missing.
+"""Two rough edges of the tool-call parsers, where model text was cut at the wrong place or
+vanished: GLM 4.7 (and LongCat, which shares its scan) pairs with a tag missing, and a
+Mistral ``[TOOL_CALLS]`` followed by prose and then a call list.
 
 GLM: mlx-lm's pattern skips a pair whose ``</arg_key>`` is missing (and any text its matches
 do not cover), so the call ran without an argument the model wrote. Ours reads only bodies
 whose pairs are all whole, exactly as before; any other body is one problem holding the
 block's text (``glm47.py`` says why we do not guess the broken pair back).
+
+Mistral: in ``[TOOL_CALLS] prose [{...}] trail`` the call's value was taken to start at the
+``{``, so the problem ended before the list's ``]``, which went to the content. The value now
+spans the list: the problem holds the bracketed text and ``trail`` stays content.
 
 Every case is checked for the splitter's guarantees: the events' texts put back together are
 the reply (nothing lost, nothing twice), and every chunking gives the buffered parse.
@@ -13,6 +18,7 @@ the reply (nothing lost, nothing twice), and every chunking gives the buffered p
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 import regex
@@ -192,3 +198,103 @@ def test_random_broken_glm_bodies_lose_no_text_and_stream_as_buffered(body, fami
     # (an open call runs to the reply's end: the text after it is the body's too)
     assert [e.text for e in events if e.kind == "problem"] == [
         block if closed else block + around[1]]
+
+
+# -- Mistral: prose after [TOOL_CALLS], then a call list ---------------------------------------
+
+_LIST = '[{"name": "get_weather", "arguments": {"city": "Paris"}}]'
+
+
+@pytest.mark.parametrize("head", ["  junk ", " I will call ", "junk", " note: [ "])
+def test_prose_then_a_mistral_call_list_is_one_problem_up_to_its_bracket(head):
+    listed = _LIST if not head.endswith("[ ") else _LIST[1:]  # ("[ {": a space inside the "[")
+    block = f"[TOOL_CALLS]{head}{listed}"
+    events = _checked(f"Sure. {block} trail", "mistral")
+    assert [(e.kind, e.text) for e in events] == [
+        ("content", "Sure. "), ("problem", block), ("content", " trail")]
+
+
+def test_a_mistral_name_then_a_list_is_a_problem_not_a_call_named_with_its_bracket():
+    # Before, the call ran as "get_weather[" and its "]" went to the content.
+    block = '[TOOL_CALLS]get_weather[{"city": "Paris"}]'
+    events = _checked(block + " trail", "mistral")
+    assert [(e.kind, e.text) for e in events] == [("problem", block), ("content", " trail")]
+    assert events[0].message == "The tool call did not parse: text after the arguments: ']'"
+
+
+@pytest.mark.parametrize("block, call", [
+    (f"[TOOL_CALLS]{_LIST}", ("get_weather", {"city": "Paris"}, None)),
+    (f"[TOOL_CALLS]  {_LIST}", ("get_weather", {"city": "Paris"}, None)),
+    ('[TOOL_CALLS]get_weather [ARGS]{"city": "Paris"}', ("get_weather", {"city": "Paris"}, None)),
+    ('[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city": "Paris"}',
+     ("get_weather", {"city": "Paris"}, "a1b2c3d4e")),
+    ('[TOOL_CALLS]get_weather{"city": "Paris"}', ("get_weather", {"city": "Paris"}, None)),
+])
+def test_mistral_calls_with_a_bracket_after_their_name_still_read(block, call):
+    events = _checked(f"Hi{block} trail", "mistral")
+    assert [e.kind for e in events] == ["content", "tool_call", "content"]
+    assert (events[1].text, events[2].text) == (block, " trail")
+    assert (events[1].name, events[1].arguments, events[1].id) == call
+
+
+_PROSE = st.text(st.sampled_from("abc xyz.:\n"), max_size=10)
+_MISTRAL_PIECES = ["[", "]", "{", "}", "[ARGS]", "[CALL_ID]", '"', ",", ":"]
+
+
+@st.composite
+def _mistral_bodies(draw):
+    """A whole Mistral call (list, named, with a call id) cut into tokens, then tokens dropped,
+    repeated or added and prose put between them."""
+    arguments = json.dumps(draw(st.dictionaries(st.sampled_from(["city", "n"]),
+                                                st.sampled_from(["Paris", 1, "]}["]), max_size=2)))
+    shape = draw(st.sampled_from(["list", "named", "call_id"]))
+    if shape == "list":
+        tokens = ["[", "{", '"name": "f", "arguments": ', arguments, "}", "]"]
+    else:
+        tokens = ["f", *(["[CALL_ID]", "id1"] if shape == "call_id" else []), "[ARGS]", arguments]
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(tokens)))
+        op = draw(st.sampled_from(["drop", "repeat", "token", "prose"]))
+        if op == "drop" and at < len(tokens):
+            del tokens[at]
+        elif op == "repeat" and at < len(tokens):
+            tokens.insert(at, tokens[at])
+        elif op == "token":
+            tokens.insert(at, draw(st.sampled_from(_MISTRAL_PIECES)))
+        else:
+            tokens.insert(at, draw(_PROSE))
+    return "".join(tokens)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=_mistral_bodies(), before=st.sampled_from(["", "Sure. "]), after=_PROSE,
+       sizes=st.lists(st.integers(1, 9), min_size=1, max_size=4))
+def test_random_broken_mistral_bodies_lose_no_text_and_stream_as_buffered(body, before, after,
+                                                                         sizes):
+    text = f"{before}[TOOL_CALLS]{body}{after}"
+    events = parse_output(text, "mistral", starts_in_reasoning=False).events
+    assert _rejoined(events) == text
+    assert streamed(StreamFilter("mistral", starts_in_reasoning=False),
+                    pieces(text, sizes)) == events
+
+
+@settings(max_examples=200, deadline=None)
+@given(head=_PROSE, gap=st.sampled_from(["", " ", "\n"]), after=_PROSE,
+       calls=st.lists(st.fixed_dictionaries({"name": st.sampled_from(["f", "get_weather"]),
+                                             "arguments": st.dictionaries(
+                                                 st.sampled_from(["a", "b"]),
+                                                 st.sampled_from([1, "x]", "{["]), max_size=2)}),
+                      min_size=1, max_size=3))
+def test_prose_then_any_call_list_ends_the_problem_at_the_list_bracket(head, gap, after, calls):
+    """Whatever prose comes between ``[TOOL_CALLS]`` and a call list: with none, the calls;
+    with some, one problem that ends at the list's own ``]`` (brackets inside strings do not
+    count), and what follows stays content."""
+    block = f"[TOOL_CALLS]{head}{gap}{json.dumps(calls)}"
+    events = parse_output(block + after, "mistral", starts_in_reasoning=False).events
+    assert _rejoined(events) == block + after
+    if head.strip():
+        assert (events[0].kind, events[0].text) == ("problem", block)
+    else:
+        assert [(e.kind, e.text) for e in events[:len(calls)]] == [
+            ("tool_call", block)] * len(calls)
+    assert "".join(e.text for e in events if e.kind == "content") == after
