@@ -27,12 +27,13 @@ class JsonValueScanner:
         s.feed('ris"} trailing')                  # -> 5 (chars of this feed in the call)
     """
 
-    __slots__ = ("_header", "_value")
+    __slots__ = ("_bracket", "_header", "_value")
 
     def __init__(self, quotes: str = '"', depth: int = 0) -> None:
         # Only JSON's brackets count; ``depth`` is 1 when the opening bracket was the marker.
         self._value = BracketScanner(quotes, depth=depth, opening="[{", closing="]}")
         self._header = False  # a name was read, so a later "[" is "[ARGS]", not a list
+        self._bracket = False  # ...unless a "{" follows it: a "[" after the header, so far
 
     @property
     def opened(self) -> bool:
@@ -44,19 +45,24 @@ class JsonValueScanner:
         value, start = self._value, 0
         if value.depth == 0:
             # Before the value: a ``{`` starts it, and so does a ``[`` before any name (the
-            # older ``[TOOL_CALLS][{...}]`` list); other text is the header.
+            # older ``[TOOL_CALLS][{...}]`` list); other text is the header. A ``[`` after
+            # the header is ``[ARGS]`` or ``[CALL_ID]``, or opens a list if a ``{`` comes
+            # next: the value then spans the list, so that ``[TOOL_CALLS] prose [{...}]``
+            # is one problem up to its ``]``, not one cut at the ``}`` before it.
             for start, ch in enumerate(text, 1):
                 if ch == "{" or (ch == "[" and not self._header):
-                    value.depth = 1
+                    value.depth = 2 if ch == "{" and self._bracket else 1
                     break
-                if not ch.isspace():
-                    self._header = True
+                if ch.isspace():
+                    continue
+                self._bracket = ch == "["
+                self._header = True
             else:
                 return None
         stop = value.scan(text, start)
         if stop == -1:
             return None
-        self._header = False
+        self._header = self._bracket = False
         return stop + 1
 
 

@@ -398,17 +398,20 @@ def test_our_tag_scans_find_what_mlx_lm_finds(family):
         mine, upstream = outcome(ours, text), outcome(theirs, text)
         if mine == {"name": text.strip(), "arguments": {}} and upstream == "fails":
             continue  # a LongCat call without arguments, which mlx-lm's pattern cannot read
+        if mine == "fails" and family != "minimax_m2":
+            continue  # a broken pair, which mlx-lm reads in part (test_parser_edges.py)
         assert mine == upstream, text
 
 
-def test_our_glm47_argument_scan_reads_keys_without_values_as_mlx_lm_does():
+def test_our_glm47_argument_scan_refuses_keys_without_values_at_once():
     from mlx_notebook.engine.parsing.parsers import glm47 as ours
 
-    # 10,000 keys without values, then one with: as in mlx-lm, the first key runs on to the
-    # closing tag that a value follows (mlx-lm takes seconds to find it).
+    # 10,000 keys without values, then one with: mlx-lm's first key runs on to the closing
+    # tag that a value follows (it takes seconds to find it) and the call runs with one
+    # argument named by all the keys; ours refuses the first key, which has no value.
     body = "f" + "<arg_key>a</arg_key>" * 10_000 + "<arg_key>b</arg_key><arg_value>2</arg_value>"
-    [(key, value)] = ours.parse_tool_call(body)["arguments"].items()
-    assert key == body[len("f<arg_key>"):body.index("</arg_key><arg_value>")] and value == 2
+    with pytest.raises(ValueError, match="the argument 'a' has no <arg_value>"):
+        ours.parse_tool_call(body)
 
 
 def test_prose_inside_a_call_block_around_an_empty_list_is_kept_as_a_problem():

@@ -1,7 +1,8 @@
 """LongCat ``<longcat_tool_call>`` bodies: GLM 4.7's shape with ``longcat_`` tag names.
 
 mlx-lm's parser with the argument scan and typing of ``glm47`` (``arg_pairs``, linear where
-mlx-lm's pattern costs time quadratic in a body of keys without values; ``typed_arguments``,
+mlx-lm's pattern costs time quadratic in a body of keys without values, and refusing a body
+with a broken pair where that pattern drops it; ``typed_arguments``,
 which keeps string values as written and optional strings as strings) and a call without
 arguments read as its name alone; everything else is mlx-lm's own.
 """

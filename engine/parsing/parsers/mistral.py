@@ -33,9 +33,10 @@ def parse_tool_call(text: str, tools: Any | None = None) -> list[dict[str, Any]]
 
 
 def _parse_list(body: str) -> list[dict[str, Any]]:
-    payload, _ = json.JSONDecoder().raw_decode(body)
+    payload, end = json.JSONDecoder().raw_decode(body)
     if not isinstance(payload, list) or not payload:
         raise ValueError("expected a non-empty JSON list of calls")
+    _nothing_after(body, end, "the call list")
     # Each item is a call object as the filter's normalizer reads them (names, arguments
     # written as a JSON string, ids): a bad item becomes a problem beside its siblings.
     return payload
@@ -59,8 +60,17 @@ def _parse_named(body: str) -> dict[str, Any]:
             raise ValueError("no arguments after the call id")
         call_id, rest = rest[: min(stop)].strip(), rest[min(stop):]
     rest = rest.removeprefix(_ARGS)
-    arguments, _end = json.JSONDecoder().raw_decode(rest.lstrip())
+    rest = rest.lstrip()
+    arguments, end = json.JSONDecoder().raw_decode(rest)
+    _nothing_after(rest, end, "the arguments")
     call = {"name": name, "arguments": arguments}
     if call_id:
         call["id"] = call_id
     return call
+
+
+def _nothing_after(text: str, end: int, what: str) -> None:
+    # The filter's scanner ends a body where its value closes; text after it (the "]" of a
+    # list that prose came before, "name[{...}]") is model text a call would not show.
+    if text[end:].strip():
+        raise ValueError(f"text after {what}: {text[end:].strip()[:40]!r}")
