@@ -137,6 +137,12 @@ def _glm_bodies(draw):
     for _ in range(draw(st.integers(0, 3))):
         pieces_ += ["<arg_key>", draw(_KEYS), "</arg_key>", draw(st.sampled_from(["", "\n"])),
                     "<arg_value>", draw(_VALUES), "</arg_value>", draw(_JUNK)]
+    return _mutated(draw, pieces_, st.sampled_from(_GLM_PIECES), _JUNK)
+
+
+def _mutated(draw, pieces_, tags, junk):
+    """``pieces_`` joined after up to three edits: a piece dropped or repeated, a tag drawn
+    from ``tags`` or text from ``junk`` put in."""
     for _ in range(draw(st.integers(0, 3))):
         at = draw(st.integers(0, len(pieces_)))
         op = draw(st.sampled_from(["drop", "repeat", "tag", "junk"]))
@@ -145,9 +151,9 @@ def _glm_bodies(draw):
         elif op == "repeat" and at < len(pieces_):
             pieces_.insert(at, pieces_[at])
         elif op == "tag":
-            pieces_.insert(at, draw(st.sampled_from(_GLM_PIECES)))
+            pieces_.insert(at, draw(tags))
         else:
-            pieces_.insert(at, draw(_JUNK))
+            pieces_.insert(at, draw(junk))
     return "".join(pieces_)
 
 
@@ -252,18 +258,7 @@ def _mistral_bodies(draw):
         tokens = ["[", "{", '"name": "f", "arguments": ', arguments, "}", "]"]
     else:
         tokens = ["f", *(["[CALL_ID]", "id1"] if shape == "call_id" else []), "[ARGS]", arguments]
-    for _ in range(draw(st.integers(0, 3))):
-        at = draw(st.integers(0, len(tokens)))
-        op = draw(st.sampled_from(["drop", "repeat", "token", "prose"]))
-        if op == "drop" and at < len(tokens):
-            del tokens[at]
-        elif op == "repeat" and at < len(tokens):
-            tokens.insert(at, tokens[at])
-        elif op == "token":
-            tokens.insert(at, draw(st.sampled_from(_MISTRAL_PIECES)))
-        else:
-            tokens.insert(at, draw(_PROSE))
-    return "".join(tokens)
+    return _mutated(draw, tokens, st.sampled_from(_MISTRAL_PIECES), _PROSE)
 
 
 @settings(max_examples=300, deadline=None)
