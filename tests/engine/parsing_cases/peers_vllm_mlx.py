@@ -166,6 +166,8 @@ CASES += [
      {}, expect(content="Just a regular response without thinking.")),
     ("vllm_mlx_gemma4_only_start_tag", "gemma4", "<|channel>thought\nStill thinking...", {},
      expect("Still thinking...")),
+    ("vllm_mlx_gemma4_only_end_tag", "gemma4", "thought\nImplicit reasoning<channel|>The answer", {},
+     expect("Implicit reasoning", "The answer")),
     ("vllm_mlx_gemma4_only_end_tag_prompt_opened", "gemma4",
      "thought\nImplicit reasoning<channel|>The answer", {"starts_in_reasoning": True},
      expect("Implicit reasoning", "The answer")),
