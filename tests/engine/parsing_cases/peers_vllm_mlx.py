@@ -1,9 +1,9 @@
 """vllm-mlx's own reasoning and tool-parser test cases (waybarrios/vllm-mlx ``tests/``), ported
 for every format one of our families reads: test_reasoning_parser.py (Qwen3, DeepSeek-R1,
 Gemma 4), test_gemma4_streaming_edge.py, test_gemma4_parser.py, test_gemma4_tool_parser.py,
-test_deepseek_v4_reasoning.py, test_deepseek_v4_tool_parser.py, test_tool_parsers.py (Mistral,
-Qwen/Hermes, Llama, DeepSeek, Kimi, Nemotron's XML, Qwen3-Coder, GLM-4.7, the bracket prose
-of its auto parser) and the parser-level streams of test_server.py.
+test_gemma4_openai_format.py, test_deepseek_v4_reasoning.py, test_deepseek_v4_tool_parser.py,
+test_tool_parsers.py (Mistral, Qwen/Hermes, Llama, DeepSeek, Kimi, Nemotron's XML, Qwen3-Coder,
+GLM-4.7, the bracket prose of its auto parser) and the parser-level streams of test_server.py.
 
 Same case shape as ``core.py``; ``test_parsing.py`` runs each through the buffered parse and
 every chunking, which stands for vllm-mlx's delta-by-delta streaming tests (split markers,
@@ -178,8 +178,8 @@ CASES += [
      "Step 3: Form conclusion.\n<channel|>The conclusion is clear.", {},
      expect("Step 1: Understand the question.\nStep 2: Analyze the data.\nStep 3: Form "
             "conclusion.\n", "The conclusion is clear.")),
-    ("vllm_mlx_gemma4_unicode_reasoning", "gemma4", "<|channel>thought\n日本語テスト 🤔\n<channel|>答えは42",
-     {}, expect("日本語テスト 🤔\n", "答えは42")),
+    ("vllm_mlx_gemma4_unicode_reasoning", "gemma4",
+     "<|channel>thought\n日本語テスト 🤔\n<channel|>答えは42", {}, expect("日本語テスト 🤔\n", "答えは42")),
     ("vllm_mlx_gemma4_label_split_across_deltas", "gemma4",
      "<|channel>thought\nreal reasoning<channel|>content", {}, expect("real reasoning", "content")),
     ("vllm_mlx_gemma4_response_channel_after_thought", "gemma4",
@@ -233,8 +233,13 @@ CASES += [
     ("vllm_mlx_gemma4_escaped_newline_stays_literal", "gemma4",
      f"<|tool_call>call:write{{content:{Q}line1\\nline2{Q}}}<tool_call|>", {},
      expect(tool_calls=[("write", {"content": "line1\\nline2"})])),
-    ("vllm_mlx_gemma4_deeply_nested", "gemma4", "<|tool_call>call:update{a:{b:{c:1,d:true}}}<tool_call|>",
-     {}, expect(tool_calls=[("update", {"a": {"b": {"c": 1, "d": True}}})])),
+    ("vllm_mlx_gemma4_deeply_nested", "gemma4",
+     "<|tool_call>call:update{a:{b:{c:1,d:true}}}<tool_call|>", {},
+     expect(tool_calls=[("update", {"a": {"b": {"c": 1, "d": True}}})])),
+    # test_gemma4_openai_format.py: nested objects and arrays survive to the call's arguments.
+    ("vllm_mlx_gemma4_object_holding_an_array", "gemma4",
+     f"<|tool_call>call:configure{{settings:{{enabled:true,tags:[{Q}a{Q},{Q}b{Q}]}}}}<tool_call|>",
+     {}, expect(tool_calls=[("configure", {"settings": {"enabled": True, "tags": ["a", "b"]}})])),
     ("vllm_mlx_gemma4_null_value", "gemma4", "<|tool_call>call:clear{target:null}<tool_call|>", {},
      expect(tool_calls=[("clear", {"target": None})])),
     ("vllm_mlx_gemma4_unicode_emoji_args", "gemma4",
@@ -557,7 +562,8 @@ _CONVERT_TOOLS = {"tools": [{"type": "function", "function": {"name": "convert_c
                                                                   "amount": {"type": "number"}}}}}]}
 _CONVERTED = ("convert_currency", {"amount": 100, "from_currency": "EUR", "to_currency": "CZK"})
 _PRAGUE = ("get_weather", {"city": "Prague"})
-_PRAGUE_XML = "<tool_call>\n<function=get_weather>\n<parameter=city>Prague</parameter>\n</function>\n</tool_call>"
+_PRAGUE_XML = ("<tool_call>\n<function=get_weather>\n<parameter=city>Prague</parameter>\n"
+               "</function>\n</tool_call>")
 CASES += [
     ("vllm_mlx_qwen3_coder_xml_format", "qwen3_coder",
      "<tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
