@@ -477,7 +477,13 @@ class StreamFilter:
     def _release(self, kind: str, text: str) -> None:
         """Emit the held undecided text, then ``text``, as ``kind``."""
         held, self._pending = "".join(self._pending), []
-        self._emit(kind, held + text)
+        text = held + text
+        prefix = self.family.reasoning_prefix
+        if kind == REASONING and prefix:
+            # The prompt opened the thought, so the label after its opening marker came first
+            # (Gemma's "thought\n"): a label, not thought, as when the start state is known.
+            text = text.removeprefix(prefix)
+        self._emit(kind, text)
 
     def _problem(self, raw: str, message: str) -> None:
         self._spoke = True

@@ -20,9 +20,9 @@ from mlx_notebook.engine.parsing import (
     trace,
 )
 from parsing_cases.streaming import pieces, streamed
-from parsing_cases import core, families, peers
+from parsing_cases import core, families, peers, peers_vllm_mlx
 
-CASES = core.CASES + families.CASES + peers.CASES
+CASES = core.CASES + families.CASES + peers.CASES + peers_vllm_mlx.CASES
 IDS = [c[0] for c in CASES]
 
 
