@@ -266,7 +266,9 @@ class Engine:
         if context and self.config.max_kv_size is None and len(prompt.tokens) >= context:
             raise EngineRequestError(
                 f"The prompt of {len(prompt.tokens)} tokens is longer than the model's context "
-                f"length of {context} tokens; shorten the "
+                f"length of {context} tokens"
+                # (a prompt that fills the context exactly leaves no room for a reply token)
+                f"{' allows with a reply' if len(prompt.tokens) == context else ''}; shorten the "
                 f"{'conversation' if kind == 'chat' else 'prompt'}.",
                 param="messages" if kind == "chat" else "prompt",
                 code="context_length_exceeded",

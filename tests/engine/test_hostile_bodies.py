@@ -281,6 +281,19 @@ def test_a_prompt_past_the_context_is_refused_in_one_sentence_and_nothing_else(
     assert not [r for r in caplog.records if "Token indices" in r.getMessage()]
 
 
+def test_a_prompt_that_fills_the_context_exactly_is_refused_for_want_of_room_for_a_reply(
+        tiny_engine):
+    with pytest.raises(EngineRequestError) as refused:
+        tiny_engine.completions({"prompt": [5] * 2048, "max_tokens": 4})
+    assert refused.value.error["message"] == (
+        "The prompt of 2048 tokens is longer than the model's context length of 2048 tokens "
+        "allows with a reply; shorten the prompt.")
+    # one token shorter: served, the reply cut where the context ends
+    reply = tiny_engine.completions({"prompt": [5] * 2047, "max_tokens": 4})
+    assert reply["usage"]["completion_tokens"] == 1
+    assert reply["choices"][0]["finish_reason"] == "length"
+
+
 @pytest.mark.parametrize("prompts, param, said", [
     ([[1, 2], [3, 2**70]], "prompt[1]", "'prompt[1]' holds the token id 1180591620717411303424"),
     (["Hi.", "word " * 3000], "prompt[1]",
