@@ -546,8 +546,22 @@ def test_a_malformed_tool_is_refused_naming_it(tiny_engine, tools, param):
     assert caught.value.param == param
 
 
+@pytest.mark.parametrize("root", ["array", "string", "number", "integer", "boolean", "null",
+                                  ["array", "string"]], ids=repr)
+def test_parameters_that_cannot_be_an_object_are_refused_naming_them(tiny_engine, root):
+    # A call's arguments are an object: forced, such a tool's call came back as its markup in
+    # the content, with no tool call.
+    with pytest.raises(EngineRequestError) as caught:
+        tiny_engine.admit(_ask("Hi", tools=[_tool(parameters={"type": root})],
+                               tool_choice="required"))
+    assert caught.value.param == "tools[0].function.parameters"
+    assert '"lookup"' in caught.value.message and "object" in caught.value.message
+
+
 @pytest.mark.parametrize("extra", [
     {"parameters": {}},  # an empty schema is kept as given
+    {"parameters": {"type": "object"}}, {"parameters": {"type": ["object", "null"]}},
+    {"parameters": {"anyOf": [{"type": "object"}, {"type": "null"}]}},
     {"strict": True}, {"strict": "true"},  # a tool's strict is ignored (docs/openai-fields.md)
     {"description": None},
 ], ids=repr)
