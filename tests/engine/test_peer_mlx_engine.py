@@ -30,9 +30,10 @@ Ported (their file → what ours asserts):
   penalty keeps SmolLM2 from repeating the sentence it repeats without one; a penalty counts a
   cached prompt as it counts a cold one.
 - ``test_structured_gen.py`` → a ``response_format`` JSON schema gives JSON that fits it.
-- ``test_openai_tool_calls.py`` → tools checked at admission (function tools, parameters an
-  object, descriptions strings), and their Qwen3.5 (``qwen3_coder``) and Gemma 4 calls read
-  by our parsers, streamed in any chunking as read whole.
+- ``test_openai_tool_calls.py`` → tools checked at admission (function tools, parameters that
+  describe an object, descriptions strings; names, MCP's dotted and colon ones too, read back
+  from a call), and their Qwen3.5 (``qwen3_coder``) and Gemma 4 calls read by our parsers,
+  streamed in any chunking as read whole.
 - ``test_tool_runtime_detection.py``, ``test_tool_runtime_reasoning_guard.py`` → a prompt that
   leaves ``<think>`` open starts the reply in reasoning, one that closed it does not; a forced
   call comes after the model's free reasoning; a template that cannot show tools says so.
@@ -51,7 +52,12 @@ refuse a stop ``""`` (here it stops nothing: docs/openai-fields.md); they take `
 -1 for off (here 0, mlx_lm.server's range); they validate a ``strict`` tool's arguments and
 drop calls to tools not offered (here ``strict`` is ignored and a call is reported as the
 model wrote it); their Gemma 4 reader repairs unterminated strings (here such a call is a parse
-problem with its raw text kept).
+problem with its raw text kept); their guard keeps a call out of open reasoning (here a call
+written there ends the reasoning and is a call); they refuse a JSON schema after an assistant
+prefill (here the grammar holds what follows the prefix) and decode one with a draft model
+(refused here: a grammar cannot unwind rejected draft tokens). Not asserted, taken as given: a tool without ``type``,
+two tools of one name, and names OpenAI's rule refuses for other reasons (spaces, quotes,
+past 64 characters), all of which they refuse.
 
 Skipped: vision (images, their vision caches and batch generator), hardware profiles,
 turboquant, their Gemma 4 and Qwen3.5 model patches, their speculative-decoding model-kit API
@@ -568,6 +574,17 @@ def test_parameters_that_cannot_be_an_object_are_refused_naming_them(tiny_engine
 def test_their_accepted_tools_are_accepted(tiny_engine, extra):
     request = tiny_engine.admit(_ask("Hi", tools=[_tool(**extra)]))
     assert request.tools[0]["function"] == _tool(**extra)["function"]
+
+
+@pytest.mark.parametrize("name", ["lookup", "lookup_weather", "lookup-weather", "1lookup",
+                                  "-lookup", "a" * 64,
+                                  # They refuse these (OpenAI's name rule); MCP clients send them
+                                  "mcp:lookup", "weather.get_forecast"])
+def test_a_tool_name_is_taken_and_a_call_to_it_read_back(tiny_engine, name):
+    assert tiny_engine.admit(_ask("Hi", tools=[_tool(name)])).tools[0]["function"]["name"] == name
+    call = f'<tool_call>{{"name": "{name}", "arguments": {{"q": "x"}}}}</tool_call>'
+    assert parse_output(call, "qwen3", tools=[_tool(name)], starts_in_reasoning=False
+                        ).tool_calls == [{"name": name, "arguments": {"q": "x"}}]
 
 
 @pytest.mark.parametrize("body", [
