@@ -30,6 +30,8 @@ Ported (their file → what ours asserts):
   penalty keeps SmolLM2 from repeating the sentence it repeats without one; a penalty counts a
   cached prompt as it counts a cold one.
 - ``test_structured_gen.py`` → a ``response_format`` JSON schema gives JSON that fits it.
+- ``test_text_models.py``'s speculative decoding → with a draft model the greedy reply is the
+  model's own, and the tokens the draft proposed say so.
 - ``test_openai_tool_calls.py`` → tools checked at admission (function tools, parameters that
   describe an object, descriptions strings; names, MCP's dotted and colon ones too, read back
   from a call), and their Qwen3.5 (``qwen3_coder``) and Gemma 4 calls read by our parsers,
@@ -62,7 +64,8 @@ past 64 characters), all of which they refuse.
 Skipped: vision (images, their vision caches and batch generator), hardware profiles,
 turboquant, their Gemma 4 and Qwen3.5 model patches, their speculative-decoding model-kit API
 (``is_draft_model_compatible``, loading a draft at run time: a draft model loads with the
-engine here), quantized KV caches (``kv_bits``: no such option), their cache checkpoint split
+engine here, and tests/engine/test_speculative.py refuses one of another vocabulary), their
+setting or unsetting a draft resetting the cache, quantized KV caches (``kv_bits``: no such option), their cache checkpoint split
 and branching-cache internals, and the Muse Glimmer format (no such family here).
 """
 
@@ -78,7 +81,7 @@ import pytest
 
 from mlx_notebook.engine import (
     ContentDelta, Engine, EngineRequestError, Finished, PrefillProgress, Started,
-    TOOLS_NOT_RENDERED,
+    TokenLogprobs, TOOLS_NOT_RENDERED,
 )
 from mlx_notebook.engine.parsing import StreamFilter, parse_output
 from parsing_cases.streaming import pieces, streamed
@@ -446,6 +449,18 @@ def test_a_json_schema_after_an_assistant_prefix_holds_what_follows_it(smollm2_e
         "response_format": {"type": "json_schema",
                             "json_schema": {"name": "answer", "schema": schema}}})
     jsonschema.validate(json.loads(reply["choices"][0]["message"]["content"]), schema)
+
+
+# -- test_text_models.py: speculative decoding ------------------------------------------------
+def test_a_draft_models_greedy_reply_is_the_models_own_with_drafted_tokens_marked(
+        drafting_tiny_engine, tiny_engine, script_body, scripts):
+    # Their model-kit checks (a draft of another vocabulary refused, loading and unloading one)
+    # are tests/engine/test_speculative.py's: a draft model loads with the engine here.
+    body = script_body("reason_then_answer", logprobs=True)
+    drafted = _events(drafting_tiny_engine, body)
+    assert _text(drafted) == _text(_events(tiny_engine, body))
+    assert _text(drafted) == scripts["reason_then_answer"]["reply"].split("</think>")[1]
+    assert sum(e.from_draft for e in drafted if isinstance(e, TokenLogprobs)) > 0
 
 
 # -- server/test_chat.py: request preparation, through inspect ---------------------------------
