@@ -512,6 +512,13 @@ def _tools(body) -> tuple[dict, ...] | None:
                 f"'tools[{i}].function.parameters' must be a JSON schema object.",
                 f"tools[{i}].function.parameters",
             )
+        kind = params.get("type", "object") if params is not None else "object"
+        if kind != "object" and not (isinstance(kind, list) and "object" in kind):
+            # A call's arguments are an object (OpenAI refuses such a schema too): a forced
+            # call decoded to it came back as its markup, not a call.
+            _fail(f"'tools[{i}].function.parameters' (of {_shown(fn['name'])}) must describe an "
+                  f"object, the call's arguments; its type is {_shown(kind)}.",
+                  f"tools[{i}].function.parameters")
     return tuple(copy.deepcopy(t) for t in tools) or None
 
 

@@ -217,9 +217,11 @@ def test_top_logprobs_are_the_top_of_mlx_lm_log_softmax(smollm2_engine, ref, pro
     for event, r in zip(ours, theirs):
         best = mx.argsort(-r.logprobs)[:5].tolist()
         assert [t for t, _ in event.top] == [tokenizer.decode([i]) for i in best]
+        # (ATOL: an earlier SmolLM2 chat leaves the system prompt cached, and a prompt read
+        # after a cached prefix differs from a one-pass read by ~5e-6)
         assert [lp for _, lp in event.top] == pytest.approx(
-            [r.logprobs[i].item() for i in best], abs=1e-6)
-        assert event.logprob == pytest.approx(r.logprobs[r.token].item(), abs=1e-6)
+            [r.logprobs[i].item() for i in best], abs=ATOL)
+        assert event.logprob == pytest.approx(r.logprobs[r.token].item(), abs=ATOL)
 
 
 def test_text_prompt_is_tokenized_as_stream_generate_tokenizes_it(smollm2_engine, ref):

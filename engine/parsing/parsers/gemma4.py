@@ -6,7 +6,8 @@ is a small recursive-descent scanner over Gemma's value syntax instead:
 
 - strings are delimited by ``<|"|>`` on both sides (no escapes inside);
 - objects ``{k:v,...}`` have bare keys or ``<|"|>``-delimited ones;
-- arrays ``[v,...]``; bare values are ``true``/``false``/``null``, numbers, or plain text.
+- arrays ``[v,...]``; bare values are ``true``/``false``/``null`` (or ``None``), numbers, or
+  plain text.
 
 Several ``call:`` entries may share one block. Raises ValueError when no call is found.
 """
@@ -14,6 +15,7 @@ Several ``call:`` entries may share one block. Raises ValueError when no call is
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -142,12 +144,20 @@ class _Reader:
 
 
 def _bare(word: str) -> Any:
-    """true/false/null and numbers as JSON reads them, and ``108.`` as 108.0 (as vLLM's
-    parser reads Gemma 4's trailing-dot floats); anything else stays a string."""
+    """true/false/null and numbers as JSON reads them, ``None``, ``none`` and ``nil`` (any
+    case) as null, which Gemma 4 writes for an optional argument left out, and ``108.`` as
+    108.0, as vLLM's parser reads Gemma 4's bare values; anything else stays a string, a
+    number no JSON number carries (``NaN``, ``1e10000``) too, as vLLM keeps it."""
+    if word.lower() in _NULL_WORDS:
+        return None
     try:
-        return json.loads(word)
+        value = json.loads(word)
     except ValueError:
         return float(word) if _TRAILING_DOT_FLOAT.fullmatch(word) else word
+    return word if isinstance(value, float) and not math.isfinite(value) else value
+
+
+_NULL_WORDS = ("null", "none", "nil")
 
 
 _TRAILING_DOT_FLOAT = re.compile(r"-?\d+\.")
