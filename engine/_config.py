@@ -11,7 +11,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-__all__ = ["EngineConfig", "SAMPLING_DEFAULTS", "DEFAULT_PROMPT_CACHE_BYTES"]
+__all__ = ["EngineConfig", "SAMPLING_DEFAULTS", "DEFAULT_PROMPT_CACHE_BYTES", "SWITCH_HELP"]
 
 # mlx_lm.server's defaults (its argparse defaults and the body defaults in do_POST), kept in
 # one place so admission, inspect() and the docs agree. A user's ``default_sampling``
@@ -112,7 +112,7 @@ class EngineConfig:
     cudnn_for_few_rows: bool = False
     """On mlx's CUDA backend, let a forward pass of fewer rows than a prefill chunk (a
     follow-up's new part, a short prompt, a prompt's last chunk) take cuDNN's attention, as
-    mlx chooses. cuDNN builds a plan for each new shape (65-70 ms of host time on an H100's
+    mlx chooses. cuDNN builds a plan for each new shape (40-70 ms of host time on an H100's
     host), and a real conversation's passes are new shapes, so by default such a pass
     computes its attention in float32 instead, composed by mlx with no plan
     (``request/_attention.py``): its logits are then not mlx-lm's bit for bit, and at a

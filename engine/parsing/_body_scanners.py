@@ -27,31 +27,34 @@ class JsonValueScanner:
         s.feed('ris"} trailing')                  # -> 5 (chars of this feed in the call)
     """
 
-    __slots__ = ("_bracket", "_header", "_value")
+    __slots__ = ("_bracket", "_header", "_list", "_value")
 
     def __init__(self, quotes: str = '"', depth: int = 0) -> None:
         # Only JSON's brackets count; ``depth`` is 1 when the opening bracket was the marker.
         self._value = BracketScanner(quotes, depth=depth, opening="[{", closing="]}")
         self._header = False  # a name was read, so a later "[" is "[ARGS]", not a list
         self._bracket = False  # ...unless a "{" follows it: a "[" after the header, so far
+        self._list = ""  # "item": in such a list's first object; "after": past its "}"
 
     @property
     def opened(self) -> bool:
         """Whether the value began (an open call whose value never did has no arguments)."""
-        return self._value.depth > 0
+        return self._value.depth > 0 or self._list == "after"
 
     def feed(self, text: str) -> int | None:
         """Consume ``text``; return how many of its characters complete the value, or None."""
         value, start = self._value, 0
-        if value.depth == 0:
+        if value.depth == 0 and not self._list:
             # Before the value: a ``{`` starts it, and so does a ``[`` before any name (the
             # older ``[TOOL_CALLS][{...}]`` list); other text is the header. A ``[`` after
-            # the header is ``[ARGS]`` or ``[CALL_ID]``, or opens a list if a ``{`` comes
-            # next: the value then spans the list, so that ``[TOOL_CALLS] prose [{...}]``
-            # is one problem up to its ``]``, not one cut at the ``}`` before it.
+            # the header is ``[ARGS]`` or ``[CALL_ID]``, or a list if a ``{`` comes next and
+            # a ``,`` or ``]`` follows that object: the value then spans the list, so that
+            # ``[TOOL_CALLS] prose [{...}]`` is one problem up to its ``]``, not one cut at
+            # the ``}`` before it; anything else after the object, and the value ended there.
             for start, ch in enumerate(text, 1):
                 if ch == "{" or (ch == "[" and not self._header):
-                    value.depth = 2 if ch == "{" and self._bracket else 1
+                    value.depth = 1
+                    self._list = "item" if ch == "{" and self._bracket else ""
                     break
                 if ch.isspace():
                     continue
@@ -59,11 +62,30 @@ class JsonValueScanner:
                 self._header = True
             else:
                 return None
-        stop = value.scan(text, start)
-        if stop == -1:
-            return None
+        while True:
+            if self._list == "after":
+                at = start
+                while at < len(text) and text[at].isspace():
+                    at += 1
+                if at == len(text):
+                    return None
+                if text[at] not in ",]":
+                    # (the whitespace read after the "}" stays with it, however it was fed)
+                    return self._ended(at)
+                if text[at] == "]":
+                    return self._ended(at + 1)
+                value.depth, self._list, start = 1, "", at + 1  # the list goes on to its "]"
+            stop = value.scan(text, start)
+            if stop == -1:
+                return None
+            if self._list != "item":
+                return self._ended(stop + 1)
+            self._list, start = "after", stop + 1
+
+    def _ended(self, end: int) -> int:
         self._header = self._bracket = False
-        return stop + 1
+        self._list = ""
+        return end
 
 
 class _HeaderThenValue:

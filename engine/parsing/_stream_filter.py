@@ -426,7 +426,8 @@ class StreamFilter:
                 self._give_back(raw)  # "[a link]" or "call: me" was text, not calls
                 return
             calls = None
-            message = _CUT_OFF if unclosed else f"The tool call did not parse: {exc}"
+            message = (f"{_CUT_OFF[:-1]}, and did not parse: {exc}" if unclosed
+                       else f"The tool call did not parse: {exc}")
         if marker.is_soft and (calls == [] or marker.offered_names and self.tools and any(
                 isinstance(c, dict) and c["name"] not in self._offered for c in calls)):
             self._give_back(raw)  # "[]" in prose is no call block, nor a call of no tool offered
@@ -479,10 +480,11 @@ class StreamFilter:
         held, self._pending = "".join(self._pending), []
         text = held + text
         prefix = self.family.reasoning_prefix
-        if kind == REASONING and prefix:
-            # The prompt opened the thought, so the label after its opening marker came first
-            # (Gemma's "thought\n"): a label, not thought, as when the start state is known.
-            text = text.removeprefix(prefix)
+        # The prompt opened the thought, so the label after its opening marker came first
+        # (Gemma's "thought\n"): a label, not thought, dropped with the whitespace before it
+        # and as often as it repeats, as when the start state is known.
+        while kind == REASONING and prefix and text.lstrip().startswith(prefix):
+            text = text.lstrip()[len(prefix):]
         self._emit(kind, text)
 
     def _problem(self, raw: str, message: str) -> None:

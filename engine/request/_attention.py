@@ -2,7 +2,7 @@
 
 mlx-cuda 0.32 runs a bf16/f16 attention over more than one query row through cuDNN, whose
 execution plan it builds for the exact shapes of the queries and keys and keeps in an LRU
-(``MLX_CUDA_SDPA_CACHE_SIZE``). A build cost 65-70 ms of host time on an H100's host
+(``MLX_CUDA_SDPA_CACHE_SIZE``). A build cost 40-70 ms of host time on two H100s' hosts
 (2026-12-07), where the whole forward pass of a 1B model over 33 rows costs 4.5 ms with the
 plan cached. A benchmark that repeats one prompt meets cached plans; a real conversation never
 does: a follow-up's new part, and the last chunk of any prompt, ends at a key length never

@@ -243,7 +243,10 @@ def _tool_grammar(open_marker: str, close_marker: str, functions: str,
 
     rules = []
     for i, function in enumerate(json.loads(functions)):
-        arguments = dict(function.get("parameters") or {"type": "object"})
+        arguments = dict(function.get("parameters") or {})
+        # A call's arguments are an object whatever else the schema allows (admission refuses
+        # a "type" without "object"; one of "anyOf" or "oneOf" alone may name none).
+        arguments["type"] = "object"
         call = {"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
                 "properties": {"name": {"const": function["name"]}, "arguments": arguments},
                 "x-guidance": _LAYOUT}

@@ -118,3 +118,24 @@ def test_a_forced_call_without_parallel_tool_calls_is_one_call(tiny_engine, scri
         "parallel_tool_calls": False, "max_tokens": 200})
     assert len(_calls(reply)) == 1
     assert reply["choices"][0]["finish_reason"] == "tool_calls"
+
+
+@pytest.mark.parametrize("parameters", [
+    {"anyOf": [{"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}},
+                "required": ["city"]},
+               {"type": "string", "maxLength": 3}]},
+    {"oneOf": [{"type": "array", "maxItems": 0},
+               {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}]},
+])
+def test_a_schema_naming_no_type_still_gets_an_object_of_arguments(tiny_engine, scripts,
+                                                                  parameters):
+    # Admission cannot refuse these by their "type" (there is none): the grammar holds the
+    # arguments to an object, else the call came back as its markup in the content.
+    tools = [{"type": "function", "function": {"name": "f", "parameters": parameters}}]
+    reply = tiny_engine.chat_completions({
+        "messages": scripts["reason_then_answer"]["messages"], "tools": tools,
+        "tool_choice": "required", "max_tokens": 300})
+    assert reply["choices"][0]["finish_reason"] == "tool_calls"
+    (name, arguments), = _calls(reply)
+    assert name == "f" and isinstance(arguments, dict)
+    assert reply["choices"][0]["message"]["content"] is None

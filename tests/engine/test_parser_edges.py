@@ -21,10 +21,10 @@ import importlib
 import json
 
 import pytest
-import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mlx_notebook.engine.parsing import StreamFilter, parse_output
+from parsing_cases.glm_pairs import pairs_well_formed
 from parsing_cases.streaming import pieces, streamed
 
 _GLM_TAGS = {"glm47": ("<tool_call>", "</tool_call>", ""),
@@ -103,7 +103,10 @@ def test_glm_tags_without_an_arg_key_are_a_problem_not_a_name():
 def test_a_glm_call_left_open_with_a_broken_pair_is_a_problem():
     # It ends in </arg_value>, which reads an open call as whole; this one is not.
     text = "<tool_call>get_weather<arg_key>city\n<arg_value>Paris</arg_value>"
-    assert [(e.kind, e.text) for e in _checked(text, "glm47")] == [("problem", text)]
+    [event] = _checked(text, "glm47")
+    assert (event.kind, event.text) == ("problem", text)
+    assert event.message == ("The tool call was cut off before it was closed, and did not "
+                             "parse: the argument key 'city' has no </arg_key>")
 
 
 @pytest.mark.parametrize("body, arguments", [
@@ -116,6 +119,8 @@ def test_a_glm_call_left_open_with_a_broken_pair_is_a_problem():
      {"code": "print('<arg_key>k</arg_key>')"}),
     ("get_time", {}),
     ('{"name": "f", "arguments": {"note": "</arg_value>"}}', {"note": "</arg_value>"}),
+    # mlx-lm's "name, then JSON" fallback: its values may hold the tags too
+    ('f\n{"note": "</arg_value>"}', {"note": "</arg_value>"}),
 ])
 def test_whole_glm_bodies_still_read_as_a_call(body, arguments):
     block = _glm("glm47", body)
@@ -157,20 +162,6 @@ def _mutated(draw, pieces_, tags, junk):
     return "".join(pieces_)
 
 
-def _well_formed(body, prefix):
-    """Whether ``body``'s pairs are all whole (the grammar of ``arg_pairs``'s docstring,
-    written as one pattern): None when it has no ``<arg_key>`` at all."""
-    key, key_end, value, value_end = (regex.escape(f"<{end}{prefix}arg_{kind}>")
-                                      for kind in ("key", "value") for end in ("", "/"))
-    first = body.find(f"<{prefix}arg_key>")
-    if first == -1:
-        return None
-    gap = r"(?:\\n|\s)*"
-    pair = (rf"{gap}{key}(?:(?!{key_end}|{key}|{value}|{value_end}).)*{key_end}{gap}{value}"
-            rf"(?:(?!{value_end}).)*{value_end}")
-    return regex.fullmatch(rf"(?:{pair})*{gap}", body[first:], regex.DOTALL) is not None
-
-
 @settings(max_examples=300, deadline=None)
 @given(body=_glm_bodies(), family=st.sampled_from(sorted(_GLM_TAGS)),
        around=st.sampled_from([("", ""), ("Sure. ", " Done.")]), closed=st.booleans(),
@@ -191,7 +182,7 @@ def test_random_broken_glm_bodies_lose_no_text_and_stream_as_buffered(body, fami
     assert streamed(StreamFilter(family, starts_in_reasoning=False), pieces(text, sizes)) == events
 
     inner = _glm(family, body)[len(start):-len(end)]  # (the body, its tags prefixed)
-    whole = _well_formed(inner, prefix)
+    whole = pairs_well_formed(inner, prefix)
     if whole is None:
         return  # no pair at all: mlx-lm's fallback shapes, not this test's subject
     ours = importlib.import_module(f"mlx_notebook.engine.parsing.parsers.{family}")
@@ -293,3 +284,27 @@ def test_prose_then_any_call_list_ends_the_problem_at_the_list_bracket(head, gap
         assert [(e.kind, e.text) for e in events[:len(calls)]] == [
             ("tool_call", block)] * len(calls)
     assert "".join(e.text for e in events if e.kind == "content") == after
+
+
+def test_prose_then_an_object_that_no_list_follows_ends_the_problem_at_its_brace():
+    # A "[" then "{" guessed a list; what follows the object says it was none, so the problem
+    # ends after the "}" (and the space read to see what followed) and a later call still
+    # runs, rather than one problem to the reply's end.
+    text = ('[TOOL_CALLS] see [{"a": 1} and more prose'
+            '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}')
+    events = _checked(text, "mistral")
+    assert [(e.kind, e.text) for e in events] == [
+        ("problem", '[TOOL_CALLS] see [{"a": 1} '), ("content", "and more prose"),
+        ("tool_call", '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}')]
+
+
+@pytest.mark.parametrize("reply", ["thought\nPlan<channel|>Answer",
+                                   "\nthought\nPlan<channel|>Answer",
+                                   "thought\nthought\nPlan<channel|>Answer"])
+def test_a_gemma_thought_label_is_dropped_when_the_start_state_is_unknown_as_when_known(reply):
+    known = parse_output(reply, "gemma4", starts_in_reasoning=True)
+    unknown = parse_output(reply, "gemma4")
+    assert (known.reasoning, known.content) == (unknown.reasoning, unknown.content) \
+        == ("Plan", "Answer")
+    for size in (1, 2, 3, 7):
+        assert streamed(StreamFilter("gemma4"), pieces(reply, [size])) == unknown.events

@@ -144,10 +144,10 @@ class _Reader:
 
 
 def _bare(word: str) -> Any:
-    """true/false/null and numbers as JSON reads them, ``None``, ``none`` and ``nil`` (any
-    case) as null, which Gemma 4 writes for an optional argument left out, and ``108.`` as
-    108.0, as vLLM's parser reads Gemma 4's bare values; anything else stays a string, a
-    number no JSON number carries (``NaN``, ``1e10000``) too, as vLLM keeps it."""
+    """true/false and numbers as JSON reads them; ``null``, ``none`` and ``nil`` in any case
+    (``None``, ``NULL``) as null, which Gemma 4 writes for an optional argument left out; and
+    ``108.`` as 108.0, as vLLM's parser reads Gemma 4's bare values. Anything else stays a
+    string, a number no JSON number carries (``NaN``, ``1e10000``) too, as vLLM keeps it."""
     if word.lower() in _NULL_WORDS:
         return None
     try:

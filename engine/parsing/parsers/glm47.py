@@ -33,12 +33,13 @@ tool_call_start, tool_call_end = _mlx.tool_call_start, _mlx.tool_call_end
 def parse_tool_call(text: str, tools: list[Any] | None = None) -> Any:
     match = _mlx._func_name_regex.search(text)
     if not match:
-        # An argument's other tags without its "<arg_key>" are a pair the model broke, which
-        # mlx-lm's fallbacks would read as a name holding the tags; JSON may hold any text.
-        if any(tag in text for tag in _PAIR_TAGS) and _mlx._parse_json_tool_call(
-                text, tools) is None:
+        # The fallback shapes (no <arg_key> at all). An argument's other tags without its
+        # "<arg_key>" are a pair the model broke, which they read as part of a name, a key
+        # or the "raw" text after the name; a JSON value may hold them as any text.
+        call = _mlx.parse_tool_call(text, tools)
+        if any(tag in read for read in _unparsed(call) for tag in _PAIR_TAGS):
             raise ValueError("an argument's tags without its <arg_key>")
-        return _mlx.parse_tool_call(text, tools)  # the fallback shapes (no <arg_key> at all)
+        return call
     name = match.group(1).strip()
     return dict(name=name, arguments=typed_arguments(arg_pairs(text), tools, name))
 
@@ -97,6 +98,18 @@ def arg_pairs(text: str, prefix: str = "") -> list[tuple[str, str]]:
 
 _GAP = re.compile(r"(?:\\n|\s)*")  # (mlx-lm's pattern lets a literal "\n" stand for a newline)
 _PAIR_TAGS = ("</arg_key>", "<arg_value>", "</arg_value>")
+
+
+def _unparsed(call: dict) -> list[str]:
+    """The texts of a fallback call that were not read as JSON values: its name, its keys,
+    and the text after the name when that became ``{"raw": text}``."""
+    arguments = call.get("arguments")
+    texts = [str(call.get("name"))]
+    if isinstance(arguments, dict):
+        texts += map(str, arguments)
+        if set(arguments) == {"raw"}:
+            texts.append(str(arguments["raw"]))
+    return texts
 
 
 def _shown(text: str) -> str:
