@@ -537,6 +537,8 @@ class Scheduler:
                                    prompt_left=len(tokens) - cached,
                                    reads=_prefill_reads(segments, self.prefill_step_size),
                                    sampler=sampler)
+        # Before its first chunk, as the single stream says it: the reused prefix is read.
+        job.out.put(PrefillProgress(cached, len(tokens)))
         # Room for the KV caches being decoded comes out of the prompt cache's budget.
         self.cache.trim_to(self.config.prompt_cache_bytes - self.batch.prompt_cache_nbytes)
 

@@ -265,6 +265,24 @@ def test_a_follow_up_from_the_cache_reports_only_its_start_and_end(tiny_engine, 
                                  (started.prompt_tokens, started.prompt_tokens)]
 
 
+def test_in_a_batch_too_progress_starts_where_the_cache_left_off(tiny_engine):
+    tiny_engine.clear_prompt_cache()
+    first = tiny_engine.chat_completions(_ask(LONG, max_tokens=3))
+    follow = {"messages": [{"role": "user", "content": LONG}, first["choices"][0]["message"],
+                           {"role": "user", "content": "Say it again."}], "max_tokens": 3}
+    with tiny_engine.together():  # prefilled side by side, not alone
+        handles = [tiny_engine.submit(follow), tiny_engine.submit(_ask("Hi.", max_tokens=3))]
+    starts = []
+    for handle in handles:
+        events = list(handle.events())
+        started = _started(events)
+        progress = _progress(events)
+        assert progress[0] == (started.cached_tokens, started.prompt_tokens)
+        assert progress[-1] == (started.prompt_tokens, started.prompt_tokens)
+        starts.append(started.cached_tokens)
+    assert starts[0] >= first["usage"]["prompt_tokens"]  # the follow-up's start was its cache
+
+
 def test_a_prompt_sharing_half_another_is_read_from_where_they_part(tiny_engine):
     half = LONG[:len(LONG) // 2]
     doubled = _ask(half + half, max_tokens=5)
