@@ -44,8 +44,9 @@ import mlx.core as mx
 import pytest
 from mlx_lm.models.cache import KVCache
 
-from mlx_notebook.engine import Engine, Error, Started, TokenLogprobs
+from mlx_notebook.engine import Engine
 from mlx_notebook.engine.request._prompt_cache import PromptCache
+from test_peer_mlx_lm_generate import _collect  # (its event reader, shared)
 
 ATOL = 1e-4  # logprobs read after a cached prefix differ from a one-pass read by rounding
 
@@ -56,18 +57,9 @@ P = list(range(40, 64))
 def _run(engine, prompt: list[int], n: int = 4):
     """(reply ids, logprobs, Started) of a greedy completion of token ids; what ``inspect``
     foretold of its reuse is checked against what it reused."""
-    ids, logprobs, started = [], [], None
     body = {"prompt": prompt, "max_tokens": n, "temperature": 0, "logprobs": 1}
     foretold = engine.inspect(body, kind="completion").cache.cached_tokens
-    handle = engine.submit(body, kind="completion")
-    for event in handle.events():
-        if isinstance(event, TokenLogprobs):
-            ids.append(event.token_id)
-            logprobs.append(event.logprob)
-        elif isinstance(event, Started):
-            started = event
-        elif isinstance(event, Error):
-            raise AssertionError(event.message)
+    ids, logprobs, _, started = _collect(engine.submit(body, kind="completion"))
     assert started.cached_tokens == foretold
     return ids, logprobs, started
 

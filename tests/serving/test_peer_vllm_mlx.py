@@ -58,7 +58,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-import openai
 import pytest
 
 from mlx_notebook.engine import Engine
@@ -71,18 +70,6 @@ SPECIAL = ("<|im_end|>", "<|im_start|>", "<|endoftext|>", "<think>", "</think>")
 CALL = {"id": "call_1", "type": "function",
         "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
 TINY_CONTEXT = 2048
-
-
-@pytest.fixture(scope="module")
-def smol(smollm2_listener) -> openai.OpenAI:
-    return openai.OpenAI(base_url=smollm2_listener.url, api_key=smollm2_listener.token,
-                         max_retries=0, timeout=120)
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_listener) -> openai.OpenAI:
-    return openai.OpenAI(base_url=tiny_listener.url, api_key=tiny_listener.token,
-                         max_retries=0, timeout=120)
 
 
 @pytest.fixture(scope="module")

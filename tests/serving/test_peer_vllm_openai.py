@@ -59,18 +59,6 @@ FRANCE = [{"role": "system", "content": "You are a helpful assistant."},
           {"role": "user", "content": "What is the capital of France?"}]
 
 
-@pytest.fixture(scope="module")
-def smol(smollm2_listener) -> openai.OpenAI:
-    return openai.OpenAI(base_url=smollm2_listener.url, api_key=smollm2_listener.token,
-                         max_retries=0, timeout=120)
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_listener) -> openai.OpenAI:
-    return openai.OpenAI(base_url=tiny_listener.url, api_key=tiny_listener.token,
-                         max_retries=0, timeout=120)
-
-
 def _refused(call, **body) -> openai.BadRequestError:
     with pytest.raises(openai.BadRequestError) as caught:
         result = call(**body)
