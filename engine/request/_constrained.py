@@ -245,13 +245,8 @@ def _tool_grammar(open_marker: str, close_marker: str, functions: str,
     for i, function in enumerate(json.loads(functions)):
         arguments = dict(function.get("parameters") or {})
         # A call's arguments are an object whatever else the schema allows (admission refuses
-        # a "type" without "object"; one of "anyOf" or "oneOf" alone may name none), and hold
-        # the parameters the tool lists unless the schema says others may come: JSON Schema
-        # lets any key in by default, and a small model then wrote keys until max_tokens cut
-        # the call, which came back as its markup.
+        # a "type" without "object"; one of "anyOf" or "oneOf" alone may name none).
         arguments["type"] = "object"
-        if "properties" in arguments:
-            arguments.setdefault("additionalProperties", False)
         call = {"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
                 "properties": {"name": {"const": function["name"]}, "arguments": arguments},
                 "x-guidance": _LAYOUT}
