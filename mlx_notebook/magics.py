@@ -1115,8 +1115,7 @@ def _reload_line(engine: Any) -> str | None:
                         ("--chat-template", "FILE" if config.chat_template else None)):
         if value:
             line += f" {flag} {shlex.quote(str(value))}"
-    switches = (f" {LOAD_FLAGS[name]}" for name in ("fused_first_token", "cudnn_for_few_rows")
-                if getattr(config, name))
+    switches = (f" {LOAD_FLAGS[name]}" for name in SWITCH_HELP if getattr(config, name))
     return line + "".join(switches)
 
 
