@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 import zlib
 from typing import Any
@@ -35,6 +36,7 @@ from ._sse import EVENT_STREAM, keepalive, sse, typed_sse
 from ._thread_reader import END, called, read_on_own_thread
 
 __all__ = ["CompletionsHandler"]
+_log = logging.getLogger("mlx_notebook.engine.serving")
 
 
 @stream_request_body
@@ -66,6 +68,11 @@ class CompletionsHandler(BaseHandler):
         self.events: list = []
         self.out: list[bytes] = []
         self.gone = False
+        self.unflushed = 0
+        """Flushes not yet done: written bytes the client has not read."""
+        self.unread: asyncio.TimerHandle | None = None
+        """Takes the client as gone once it has left written bytes unread for the
+        listener's write_timeout."""
         self.parts: list[bytes] = []
         self.size = 0
         """Bytes of the body read so far, decompressed."""
@@ -255,7 +262,7 @@ class CompletionsHandler(BaseHandler):
                     self.finish(result)
                 return
             self._stream_headers()
-            self.flush().add_done_callback(self._flushed)
+            self._flush()
             chunks = read_on_own_thread(responses.completion_list_chunks(streams, **ids))
             while not self.gone:
                 chunk = await chunks.get()
@@ -267,7 +274,7 @@ class CompletionsHandler(BaseHandler):
                 if isinstance(chunk, Exception):
                     raise chunk
                 self.write(sse(chunk))
-                self.flush().add_done_callback(self._flushed)
+                self._flush()
             if not self.gone:
                 self.write(b"data: [DONE]\n\n")
                 self.finish()
@@ -317,7 +324,7 @@ class CompletionsHandler(BaseHandler):
             if self.kind == "responses":
                 self.write(b"".join(map(self.frame, self.chunks.start())))
             # Headers go out at once: the client sees 200 while the prompt is still prefilling.
-            self.flush().add_done_callback(self._flushed)
+            self._flush()
         else:
             self.respond = functools.partial(
                 {"chat": responses.chat_completion, "completion": responses.text_completion,
@@ -393,14 +400,42 @@ class CompletionsHandler(BaseHandler):
             return
         self.write(b"".join(self.out))
         self.out.clear()
+        self._flush()
+
+    def _flush(self) -> None:
+        """Send what was written; a client that leaves it unread for the listener's
+        ``write_timeout`` (its socket's buffers full) is taken as gone."""
+        self.unflushed += 1
+        if self.unread is None:
+            self.unread = asyncio.get_running_loop().call_later(
+                self.listener.write_timeout, self._unread_too_long)
         self.flush().add_done_callback(self._flushed)
 
     def _flushed(self, future: "asyncio.Future") -> None:
+        self.unflushed -= 1
+        if self.unread is not None:  # the client read: its time starts again
+            self.unread.cancel()
+            self.unread = None
+            if self.unflushed and not self.gone:
+                self.unread = asyncio.get_running_loop().call_later(
+                    self.listener.write_timeout, self._unread_too_long)
         if future.cancelled() or future.exception() is not None:  # StreamClosedError
             self._client_gone()
 
+    def _unread_too_long(self) -> None:
+        # Otherwise its reply would decode on to max_tokens, held in memory and in the batch.
+        self.unread = None
+        _log.warning("Request %s: its client read nothing for %g s; cancelled, and its "
+                     "connection closed.", self.handle.id if self.handle else self.request.path,
+                     self.listener.write_timeout)
+        self._client_gone()
+        self.request.connection.close()
+
     def _client_gone(self) -> None:
         self.gone = True
+        if self.unread is not None:
+            self.unread.cancel()
+            self.unread = None
         if self.handle is not None:
             self.handle.cancel()
         for handle in self.several:

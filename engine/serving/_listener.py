@@ -43,6 +43,8 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 _log = logging.getLogger("mlx_notebook.engine.serving")
 BODY_TIMEOUT_S = 120.0
 """Seconds a request's body may take to come whole (``Listener.body_timeout``)."""
+WRITE_TIMEOUT_S = 60.0
+"""Seconds a streaming client may leave its reply unread (``Listener.write_timeout``)."""
 _BACKSTOP_S = 5.0  # (tornado's own timeout, after the handlers' answer, closes without one)
 _READ_HEADER_BYTES = 256 * 1024  # read this far past MAX_HEADER_BYTES to answer 431, not close
 _HEADER_TIMEOUT_S = 30.0
@@ -107,6 +109,10 @@ class Listener:
         self.body_timeout = BODY_TIMEOUT_S
         """Seconds a request's body may take to come whole before it is answered 408 (set
         before ``start``)."""
+        self.write_timeout = WRITE_TIMEOUT_S
+        """Seconds a client may leave its reply unread, the connection's buffers full,
+        before its request is cancelled and its connection closed: a client that stopped
+        reading would otherwise hold its place in the batch until ``max_tokens``."""
         self.allowed_origins = _origins(allowed_origins)
         self.created = int(time.time())
         self._served: dict[str, tuple[ServedRequest, Any]] = {}  # id -> (record, handle)

@@ -300,3 +300,74 @@ def test_asking_for_a_stored_response_says_none_is_stored(tiny_listener):
         with pytest.raises(openai.NotFoundError) as refused:
             ask(made.id)
         assert refused.value.body["message"] == said
+
+
+def test_a_client_that_stops_reading_is_cancelled_and_closed(tiny_engine, caplog):
+    """A client that takes a stream and then reads nothing (hung, or a slow-loris on the way
+    out) would hold its place in the batch until ``max_tokens``, its reply buffered in the
+    server. Once it has left bytes unread for ``write_timeout``, its request is cancelled and
+    its connection closed; another client is then served at once."""
+    from mlx_notebook.engine.serving import Listener
+
+    body = json.dumps({"messages": [{"role": "user", "content": "Count to ten."}],
+                       "stream": True, "max_tokens": 1900, "logprobs": True,
+                       "top_logprobs": 20, "logit_bias": {"2": -100}}).encode()  # 2: the end
+    with Listener(tiny_engine, port=0) as listener:
+        listener.write_timeout = 0.5
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        sock.connect((listener.host, listener.port))
+        with sock:
+            sock.sendall(_request("POST", "/v1/chat/completions", [
+                "Host: 127.0.0.1", f"Authorization: Bearer {listener.token}",
+                f"Content-Length: {len(body)}"], body))
+            deadline = time.monotonic() + 30
+            while not listener.served() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert listener.served(), "the request was never admitted"
+            while listener.served() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not listener.served(), "a client that read nothing kept its request going"
+            sock.settimeout(10)
+            received = b""
+            while chunk := sock.recv(1 << 20):  # the connection ends: recv returns b""
+                received += chunk
+        assert b'"finish_reason": "length"' not in received  # cut off, not decoded to the end
+        assert b"data: [DONE]" not in received
+        assert "read nothing for 0.5 s; cancelled" in caplog.text
+        answer = httpx.post(f"{listener.url}/chat/completions", timeout=30, json={
+            "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3},
+            headers={"Authorization": f"Bearer {listener.token}"})
+        assert answer.status_code == 200
+        assert answer.json()["usage"]["completion_tokens"] == 3
+
+
+def test_a_client_reading_slowly_but_steadily_is_served_whole(tiny_listener):
+    """The timeout counts from the last read, not the request's start: a client reading a
+    little at a time for longer than ``write_timeout`` still gets the whole reply."""
+    original = tiny_listener.write_timeout
+    tiny_listener.write_timeout = 0.3
+    body = json.dumps({"messages": [{"role": "user", "content": "Count to ten."}],
+                       "stream": True, "max_tokens": 60, "logprobs": True,
+                       "top_logprobs": 20, "logit_bias": {"2": -100}}).encode()
+    try:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        sock.connect((tiny_listener.host, tiny_listener.port))
+        with sock:
+            sock.sendall(_request("POST", "/v1/chat/completions", [
+                "Host: 127.0.0.1", f"Authorization: Bearer {tiny_listener.token}",
+                f"Content-Length: {len(body)}"], body))
+            sock.settimeout(30)
+            received = b""
+            started = time.monotonic()
+            while not received.endswith(b"0\r\n\r\n"):
+                chunk = sock.recv(4096)
+                assert chunk, f"the listener closed a client that was reading: {received[-200:]!r}"
+                received += chunk
+                time.sleep(0.05)
+    finally:
+        tiny_listener.write_timeout = original
+    assert time.monotonic() - started > 0.3  # it did read for longer than the timeout
+    assert b'"finish_reason": "length"' in received
+    assert received.count(b"data: [DONE]") == 1
