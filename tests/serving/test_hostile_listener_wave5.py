@@ -302,6 +302,21 @@ def test_asking_for_a_stored_response_says_none_is_stored(tiny_listener):
         assert refused.value.body["message"] == said
 
 
+def _long_stream(listener, max_tokens: int) -> socket.socket:
+    """A connection with a small receive buffer that has asked ``listener`` for a stream of
+    ``max_tokens`` heavy chunks (20 logprobs a token, the end token barred)."""
+    body = json.dumps({"messages": [{"role": "user", "content": "Count to ten."}],
+                       "stream": True, "max_tokens": max_tokens, "logprobs": True,
+                       "top_logprobs": 20, "logit_bias": {"2": -100}}).encode()  # 2: the end
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    sock.connect((listener.host, listener.port))
+    sock.sendall(_request("POST", "/v1/chat/completions", [
+        "Host: 127.0.0.1", f"Authorization: Bearer {listener.token}",
+        f"Content-Length: {len(body)}"], body))
+    return sock
+
+
 def test_a_client_that_stops_reading_is_cancelled_and_closed(tiny_engine, caplog):
     """A client that takes a stream and then reads nothing (hung, or a slow-loris on the way
     out) would hold its place in the batch until ``max_tokens``, its reply buffered in the
@@ -309,18 +324,9 @@ def test_a_client_that_stops_reading_is_cancelled_and_closed(tiny_engine, caplog
     its connection closed; another client is then served at once."""
     from mlx_notebook.engine.serving import Listener
 
-    body = json.dumps({"messages": [{"role": "user", "content": "Count to ten."}],
-                       "stream": True, "max_tokens": 1900, "logprobs": True,
-                       "top_logprobs": 20, "logit_bias": {"2": -100}}).encode()  # 2: the end
     with Listener(tiny_engine, port=0) as listener:
         listener.write_timeout = 0.5
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
-        sock.connect((listener.host, listener.port))
-        with sock:
-            sock.sendall(_request("POST", "/v1/chat/completions", [
-                "Host: 127.0.0.1", f"Authorization: Bearer {listener.token}",
-                f"Content-Length: {len(body)}"], body))
+        with _long_stream(listener, 1900) as sock:
             deadline = time.monotonic() + 30
             while not listener.served() and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -347,17 +353,8 @@ def test_a_client_reading_slowly_but_steadily_is_served_whole(tiny_listener):
     little at a time for longer than ``write_timeout`` still gets the whole reply."""
     original = tiny_listener.write_timeout
     tiny_listener.write_timeout = 0.3
-    body = json.dumps({"messages": [{"role": "user", "content": "Count to ten."}],
-                       "stream": True, "max_tokens": 60, "logprobs": True,
-                       "top_logprobs": 20, "logit_bias": {"2": -100}}).encode()
     try:
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
-        sock.connect((tiny_listener.host, tiny_listener.port))
-        with sock:
-            sock.sendall(_request("POST", "/v1/chat/completions", [
-                "Host: 127.0.0.1", f"Authorization: Bearer {tiny_listener.token}",
-                f"Content-Length: {len(body)}"], body))
+        with _long_stream(tiny_listener, 60) as sock:
             sock.settimeout(30)
             received = b""
             started = time.monotonic()
