@@ -667,9 +667,7 @@ class MlxMagics(Magics):
         engine = self._engine("%mlx render")
         name = args.session or DEFAULT_SESSION
         with as_usage_errors("%mlx render"):
-            # Rendering never creates a session: an unused default one renders as empty.
-            session = Session(name) if args.session is None and name not in self.sessions \
-                else self.sessions.get(name)
+            session = self._session_or_unused_default(name)  # rendering creates none
             tools = resolve_tools(tool_names(args.tools), self.shell.user_ns)
             messages = session.history()
             if args.message is not None:
@@ -753,16 +751,27 @@ class MlxMagics(Magics):
         """A session's turns, marking stopped ones and those not sent as history (failed or dropped)."""
         args = _parse(self._history, line, "%mlx history")
         with as_usage_errors("%mlx history"):
-            display(reports.history(self.sessions.get(args.session)))
+            display(reports.history(self._session_or_unused_default(args.session)))
 
     @magic_arguments(name="mlx reset")
     @argument("session", nargs="?", default=DEFAULT_SESSION, help="The session (default: 'default').")
     def _reset(self, line: str):
         """Forget a session's turns and system prompt."""
         args = _parse(self._reset, line, "%mlx reset")
+        if args.session == DEFAULT_SESSION and args.session not in self.sessions:
+            # A notebook may open with %mlx reset: on a fresh kernel that must not stop Run All.
+            display(reports.text(f"Session '{args.session}' is empty: nothing has been said in it yet."))
+            return
         with as_usage_errors("%mlx reset"):
             self.sessions.reset(args.session)
         display(reports.text(f"Session '{args.session}' is empty again."))
+
+    def _session_or_unused_default(self, name: str) -> Session:
+        """The session called ``name``; the default one, before any cell used it, as an empty
+        session (it exists once a %%chat starts it), without creating it."""
+        if name == DEFAULT_SESSION and name not in self.sessions:
+            return Session(name)
+        return self.sessions.get(name)
 
     @magic_arguments(name="mlx config")
     @argument("settings", nargs="*", metavar="KEY=VALUE",

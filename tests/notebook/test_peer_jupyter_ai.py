@@ -161,6 +161,20 @@ def test_reset_forgets_the_turns_and_the_system_prompt(shell, capsys):
     assert turn.request["messages"] == [{"role": "user", "content": "Hi"}]
 
 
+def test_reset_before_any_chat_succeeds(bare_shell, capsys):
+    # Theirs: %ai reset always works. A notebook that opens with %mlx reset must run on a
+    # fresh kernel, where the default session exists only once a cell has chatted.
+    _, out = ok(bare_shell, "%mlx reset", capsys)
+    assert out == "Session 'default' is empty: nothing has been said in it yet.\n"
+    _, out = ok(bare_shell, "%mlx history", capsys)
+    assert out == "session 'default'\n"
+    _, out = ok(bare_shell, "%mlx sessions", capsys)
+    assert out == "No sessions yet; %%chat starts 'default'.\n"  # reading it made none
+    # A session named on the line is not the default: a typo still says so.
+    fails_with(bare_shell, "%mlx reset defualt",
+               "%mlx reset: there is no session named 'defualt' (sessions: none yet).", capsys)
+
+
 def test_an_api_key_held_in_a_variable_reaches_the_server(shell, bare_shell, capsys):
     # Theirs: an alias names the environment variable its API key is read from. Ours: the
     # key goes to %load_model --remote, whose line expands $name, so the notebook need not
