@@ -30,6 +30,7 @@ _FIELD = re.compile(
     re.DOTALL,
 )
 _INDEXED = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*\s*[\[(]")
+_HISTORY = re.compile(r"(?P<kind>In|Out)\[\s*(?P<n>\d+)\s*\]")
 _CONVERSIONS = {"r": repr, "s": str, "a": ascii}
 
 
@@ -56,6 +57,15 @@ def interpolate(text: str, namespace: Mapping[str, Any], *, magic: str = "%%chat
 
 def _render(field: str, namespace: Mapping[str, Any], text: str, offset: int, magic: str) -> str:
     parsed = _FIELD.fullmatch(field.strip())
+    history = _HISTORY.fullmatch(field.strip())
+    if history:
+        # {In[3]} and {Out[3]}, as jupyter-ai writes them: IPython names each cell's input
+        # and output (_i3, _3), and those are placeholders here.
+        name = ("_i" if history["kind"] == "In" else "_") + str(int(history["n"]))
+        raise UsageError(
+            f"{magic}: '{{{field}}}' at {_where(text, offset)} indexes, and a placeholder is a "
+            f"name; write {{{name}}}, IPython's name for {field.strip()}, or use --no-interpolate."
+        )
     if parsed is None and _INDEXED.match(field.strip()):
         # str.format would index ({items[0]}) and jupyter-ai evaluates; here a placeholder is
         # only a name, so say what to do instead of "not a variable name".

@@ -333,3 +333,15 @@ def test_earlier_cells_input_and_output_are_reachable_by_ipythons_names(shell, c
     previous, _ = ok(shell, before, capsys)
     turn, _ = ok(shell, f"%%chat --new --session jai-io --max-tokens 1 {NO_TOOLS}\n{{_i}} | {{_}}", capsys)
     assert sent(turn) == f"{before} | {previous.text}"
+
+
+@pytest.mark.parametrize("field, name", [("In[{n}]", "_i{n}"), ("Out[{n}]", "_{n}")])
+def test_their_in_and_out_references_name_ours(shell, capsys, field, name):
+    ok(shell, "6 * 7", capsys)
+    n = shell.execution_count - 1
+    field, name = field.format(n=n), name.format(n=n)
+    fails_with(shell, f"%%chat --session jai-io\nAs before: {{{field}}}",
+               f"%%chat: '{{{field}}}' at line 1, column 12 indexes, and a placeholder is a name; "
+               f"write {{{name}}}, IPython's name for {field}, or use --no-interpolate.", capsys)
+    turn, _ = ok(shell, f"%%chat --new --session jai-io --max-tokens 1 {NO_TOOLS}\n{{{name}}}", capsys)
+    assert sent(turn) == ("6 * 7" if field.startswith("In") else "42")
