@@ -121,6 +121,11 @@ class Comparison:
         where = same if self.diverges_at is None else f"they diverge at {unit} {self.diverges_at}"
         return f"compare {self.labels[0]!r} vs {self.labels[1]!r}: {where}"
 
+    def __str__(self) -> str:
+        """Both replies under their labels, as a turn's ``str`` is its reply: what ``{_}`` in
+        a later cell sends and ``print`` shows (not the repr, with every request and timing)."""
+        return "\n\n".join(f"--- {label} ---\n{turn.text}" for label, turn in zip(self.labels, self.sides))
+
     def _repr_mimebundle_(self, **_: Any) -> tuple[dict, dict]:
         return comparison_mimebundle(self)
 

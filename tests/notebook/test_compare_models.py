@@ -168,6 +168,6 @@ def test_one_model_loaded_twice_is_compared_by_tokens(tiny_reasoner_path):
         assert result.success, result.error_in_exec
         comparison = shell.user_ns["_"]
         assert comparison.by == "token" and comparison.diverges_at is None
-        assert "cut text into different tokens" not in str(comparison)
+        assert "cut text into different tokens" not in comparison_mimebundle(comparison)[0]["text/plain"]
     finally:
         shell.run_line_magic("unload_ext", "mlx_notebook")

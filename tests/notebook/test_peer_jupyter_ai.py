@@ -345,3 +345,14 @@ def test_their_in_and_out_references_name_ours(shell, capsys, field, name):
                f"write {{{name}}}, IPython's name for {field}, or use --no-interpolate.", capsys)
     turn, _ = ok(shell, f"%%chat --new --session jai-io --max-tokens 1 {NO_TOOLS}\n{{{name}}}", capsys)
     assert sent(turn) == ("6 * 7" if field.startswith("In") else "42")
+
+
+def test_a_comparison_interpolates_as_both_replies_under_their_labels(shell, capsys):
+    comparison, _ = ok(shell, f"%%chat --new --session jai-cmp --compare max_tokens=200 "
+                              f"'max_tokens=200 seed=1' {NO_TOOLS}\n{QUESTION}", capsys)
+    assert [side.text for side in comparison.sides] == [ANSWER, ANSWER]
+    turn, _ = ok(shell, f"%%chat --new --session jai-cmp --max-tokens 1 {NO_TOOLS}\nWhich is right? {{_}}",
+                 capsys)
+    assert sent(turn) == (f"Which is right? --- max_tokens=200 ---\n{ANSWER}\n\n"
+                          f"--- max_tokens=200 seed=1 ---\n{ANSWER}")
+    assert str(comparison) == sent(turn).removeprefix("Which is right? ")
