@@ -299,6 +299,30 @@ def test_streamed_deltas_add_up_to_the_reply_the_browser_shows(reasoner_shell, s
 
 
 @pytest.mark.model
+def test_a_reply_cut_inside_a_tool_call_keeps_the_text_the_model_wrote(reasoner_shell, scripts, capsys):
+    """Markup that did not parse (here a call cut at max_tokens) streams as content, as the
+    server sends it: the turn, its card and the history hold what the chunks held."""
+    define_weather(reasoner_shell, scripts)
+    reply = scripts["single_tool_call"]["reply"]
+    cut = reply[:reply.index('"get_weather"') + len('"get_weather"')]  # inside the call's JSON
+    tokens = len(magics_of(reasoner_shell).engine.tokenizer.encode(cut, add_special_tokens=False))
+    result, out, err = run(reasoner_shell, f"%%chat --new --session marimo-cut --tools get_weather "
+                                           f"--max-tokens {tokens}\n{question(scripts, 'single_tool_call')}",
+                           capsys)
+    assert result.success, err
+    turn = result.result
+    assert (turn.finish_reason, turn.tool_calls) == ("length", [])
+    joined = "".join(c["choices"][0]["delta"].get("content") or "" for c in turn.chunks)
+    unparsed = joined.strip()
+    assert unparsed.startswith('<tool_call>\n{"name": "get_weather"') and "}" not in unparsed
+    assert "[unparsed markup: The tool call was cut off before it was closed.] " + unparsed in out
+    assert turn.content == joined
+    assert "&lt;tool_call&gt;" in turn._mimebundle()[0]["text/html"]  # shown, as text
+    history = magics_of(reasoner_shell).sessions.get("marimo-cut").history()
+    assert history[-1]["content"].strip() == unparsed
+
+
+@pytest.mark.model
 def test_each_reasoning_character_reaches_the_browser_once(reasoner_shell, script_body):
     """marimo's bandwidth check: a delta stream costs about the reply's length, not its square."""
     turn, _, sent = streamed(reasoner_shell, script_body("long_story", max_tokens=400))
