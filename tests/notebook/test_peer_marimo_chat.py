@@ -197,6 +197,29 @@ def test_reset_clears_the_turns_and_the_system_prompt(reasoner_shell, scripts, c
 
 
 @pytest.mark.model
+def test_reset_and_history_without_a_name_mean_the_chat_the_cells_continue(reasoner_shell, scripts,
+                                                                           capsys):
+    """With ``%mlx config session=NAME`` every %%chat continues NAME: clearing "the chat" must
+    clear that one, not an idle 'default' beside it."""
+    run(reasoner_shell, "%%chat --session default --max-tokens 3\nHi", capsys)
+    run(reasoner_shell, "%mlx config session=marimo-configured", capsys)
+    try:
+        run(reasoner_shell, f"%%chat --new\n{question(scripts, 'reason_then_answer')}", capsys)
+        _, out, _ = run(reasoner_shell, "%mlx history", capsys)
+        assert out.splitlines()[:2] == ["session 'marimo-configured'", "1. user: What is 17 + 25?"]
+        _, out, _ = run(reasoner_shell, "%mlx render", capsys)
+        assert "What is 17 + 25?" in out
+        _, out, _ = run(reasoner_shell, "%mlx reset", capsys)
+        assert out == "Session 'marimo-configured' is empty again.\n"
+        result, _, _ = run(reasoner_shell, "%%chat --max-tokens 3\nHello again.", capsys)
+        assert result.result.request["messages"] == [{"role": "user", "content": "Hello again."}]
+        _, out, _ = run(reasoner_shell, "%mlx history default", capsys)
+        assert "1. user: Hi" in out  # the session it did not name is untouched
+    finally:
+        run(reasoner_shell, "%mlx config session=", capsys)
+
+
+@pytest.mark.model
 def test_a_dropped_turn_leaves_the_history_and_the_conversation_goes_on_without_it(
         reasoner_shell, scripts, capsys):
     """marimo deletes one message by index; we drop a whole turn, question and answer, so a
