@@ -171,6 +171,8 @@ def _dashed_values(parser: Any, words: list[str]) -> list[str]:
 
 DEFAULT_ENGINE = "default"
 """What ``--compare model=...`` calls the engine ``%load_model`` loads without ``--name``."""
+_SESSION_HELP = (f"The session (default: the one %%%%chat continues, '{DEFAULT_SESSION}' unless "
+                 "%%mlx config sets session=NAME).")
 
 
 def _check_engine_name(name: str | None) -> None:
@@ -658,16 +660,15 @@ class MlxMagics(Magics):
         display(reports.cache(engine.cache_info()))
 
     @magic_arguments(name="mlx render")
-    @argument("session", nargs="?", default=None, help="The session (default: 'default').")
+    @argument("session", nargs="?", default=None, help=_SESSION_HELP)
     @argument("--message", default=None, metavar="TEXT", help="Render as if TEXT were the next user message.")
     @argument("--tools", default=None, metavar="NAMES", help="Offer these notebook functions as tools.")
     def _render(self, line: str):
         """The session's next prompt as the chat template renders it, with its token count."""
         args = _parse(self._render, line, "%mlx render")
         engine = self._engine("%mlx render")
-        name = args.session or DEFAULT_SESSION
         with as_usage_errors("%mlx render"):
-            session = self._session_or_unused_default(name)  # rendering creates none
+            session = self._session_or_unused(args.session)  # rendering creates none
             tools = resolve_tools(tool_names(args.tools), self.shell.user_ns)
             messages = session.history()
             if args.message is not None:
@@ -746,30 +747,33 @@ class MlxMagics(Magics):
         display(reports.sessions(list(self.sessions)))
 
     @magic_arguments(name="mlx history")
-    @argument("session", nargs="?", default=DEFAULT_SESSION, help="The session (default: 'default').")
+    @argument("session", nargs="?", default=None, help=_SESSION_HELP)
     def _history(self, line: str):
         """A session's turns, marking stopped ones and those not sent as history (failed or dropped)."""
         args = _parse(self._history, line, "%mlx history")
         with as_usage_errors("%mlx history"):
-            display(reports.history(self._session_or_unused_default(args.session)))
+            display(reports.history(self._session_or_unused(args.session)))
 
     @magic_arguments(name="mlx reset")
-    @argument("session", nargs="?", default=DEFAULT_SESSION, help="The session (default: 'default').")
+    @argument("session", nargs="?", default=None, help=_SESSION_HELP)
     def _reset(self, line: str):
         """Forget a session's turns and system prompt."""
         args = _parse(self._reset, line, "%mlx reset")
-        if args.session == DEFAULT_SESSION and args.session not in self.sessions:
-            # A notebook may open with %mlx reset: on a fresh kernel that must not stop Run All.
-            display(reports.text(f"Session '{args.session}' is empty: nothing has been said in it yet."))
-            return
         with as_usage_errors("%mlx reset"):
-            self.sessions.reset(args.session)
-        display(reports.text(f"Session '{args.session}' is empty again."))
+            session = self._session_or_unused(args.session)
+            if session.name not in self.sessions:
+                # A notebook may open with %mlx reset: on a fresh kernel that must not stop Run All.
+                display(reports.text(f"Session '{session.name}' is empty: nothing has been said "
+                                     "in it yet."))
+                return
+            self.sessions.reset(session.name)
+        display(reports.text(f"Session '{session.name}' is empty again."))
 
-    def _session_or_unused_default(self, name: str) -> Session:
-        """The session called ``name``; the default one, before any cell used it, as an empty
-        session (it exists once a %%chat starts it), without creating it."""
-        if name == DEFAULT_SESSION and name not in self.sessions:
+    def _session_or_unused(self, named: str | None) -> Session:
+        """The session ``named``, else the one %%chat continues; that one or 'default', before
+        any cell used it, as an empty session, without creating it (a %%chat creates it)."""
+        name = named or self._continued_session()
+        if name not in self.sessions and (named is None or name == DEFAULT_SESSION):
             return Session(name)
         return self.sessions.get(name)
 
@@ -909,6 +913,13 @@ class MlxMagics(Magics):
         display(reports.text(
             f"Note: {turn.model}'s chat template does not read enable_thinking, so "
             f"{'--think' if think else '--no-think'} changes nothing for this model."))
+
+    def _continued_session(self) -> str:
+        """The session a %%chat without --session continues: %mlx config's, else 'default'
+        (so %mlx history, reset and render without a name mean the chat the cells are in)."""
+        fragment = self.defaults.get("session")
+        return (_parse(self.chat, fragment, "%mlx config").session if fragment else None) \
+            or DEFAULT_SESSION
 
     def _engine(self, magic: str) -> Any:
         if self.engine is None:

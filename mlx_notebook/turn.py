@@ -420,6 +420,9 @@ def _reasoning(turn: Turn, event: Any) -> object:
 
 
 def _content(turn: Turn, event: Any) -> object:
+    # A ``ParseProblem`` folds here too: markup that did not parse is content, its raw text as
+    # the model wrote it, as the engine's chunks (the server's reply) carry it; dropped, the
+    # card and the history lost text the model wrote and the turn's chunks still held.
     round_ = turn._current_round()
     round_.content += event.text
     turn.content = round_.content
@@ -461,9 +464,10 @@ def _finished(turn: Turn, event: Any) -> None:
 @functools.cache
 def _folds() -> dict[type, Callable[[Turn, Any], object]]:
     from mlx_notebook.engine import (
-        ContentDelta, Finished, ReasoningDelta, Started, TokenLogprobs, ToolCall, Usage as UsageEvent,
+        ContentDelta, Finished, ParseProblem, ReasoningDelta, Started, TokenLogprobs, ToolCall,
+        Usage as UsageEvent,
     )
 
     return {Started: _started, ReasoningDelta: _reasoning, ContentDelta: _content,
-            ToolCall: _tool_call, TokenLogprobs: _token_logprobs, UsageEvent: _usage,
-            Finished: _finished}
+            ParseProblem: _content, ToolCall: _tool_call, TokenLogprobs: _token_logprobs,
+            UsageEvent: _usage, Finished: _finished}

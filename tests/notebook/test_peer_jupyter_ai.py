@@ -173,6 +173,15 @@ def test_reset_before_any_chat_succeeds(bare_shell, capsys):
     # A session named on the line is not the default: a typo still says so.
     fails_with(bare_shell, "%mlx reset defualt",
                "%mlx reset: there is no session named 'defualt' (sessions: none yet).", capsys)
+    # The session %mlx config names is, before its first cell, as empty as 'default' is.
+    ok(bare_shell, "%mlx config session=notes", capsys)
+    try:
+        _, out = ok(bare_shell, "%mlx reset", capsys)
+        assert out == "Session 'notes' is empty: nothing has been said in it yet.\n"
+        _, out = ok(bare_shell, "%mlx history", capsys)
+        assert out == "session 'notes'\n"
+    finally:
+        ok(bare_shell, "%mlx config session=", capsys)
 
 
 def test_an_api_key_held_in_a_variable_reaches_the_server(shell, bare_shell, capsys):
