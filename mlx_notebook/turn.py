@@ -72,6 +72,9 @@ class Round:
     cache_parting: Any = None
     """Where this call's prompt left the prompt cache's tree when its lookup missed or hit
     only partly (a ``cache_tree.CacheParting``); None otherwise."""
+    problems: list[dict] = field(default_factory=list)
+    """Markup in this call's reply that did not parse: ``{"message": why, "text": the raw
+    text}`` each, in order; the text is also in ``content``, where the model wrote it."""
 
     def __post_init__(self) -> None:
         self.tool_calls = [_typed(call, ToolCallRecord) for call in self.tool_calls]
@@ -420,13 +423,17 @@ def _reasoning(turn: Turn, event: Any) -> object:
 
 
 def _content(turn: Turn, event: Any) -> object:
-    # A ``ParseProblem`` folds here too: markup that did not parse is content, its raw text as
-    # the model wrote it, as the engine's chunks (the server's reply) carry it; dropped, the
-    # card and the history lost text the model wrote and the turn's chunks still held.
     round_ = turn._current_round()
     round_.content += event.text
     turn.content = round_.content
     return _TOTALS_KEPT
+
+
+def _problem(turn: Turn, event: Any) -> object:
+    # Markup that did not parse is content, its raw text where the model wrote it, as the
+    # engine's chunks (the server's reply) carry it; the round also keeps why, for the card.
+    turn._current_round().problems.append({"message": event.message, "text": event.text})
+    return _content(turn, event)
 
 
 def _tool_call(turn: Turn, event: Any) -> None:
@@ -469,5 +476,5 @@ def _folds() -> dict[type, Callable[[Turn, Any], object]]:
     )
 
     return {Started: _started, ReasoningDelta: _reasoning, ContentDelta: _content,
-            ParseProblem: _content, ToolCall: _tool_call, TokenLogprobs: _token_logprobs,
+            ParseProblem: _problem, ToolCall: _tool_call, TokenLogprobs: _token_logprobs,
             UsageEvent: _usage, Finished: _finished}

@@ -14,7 +14,9 @@ from ._turn_html import (
     turn_css,
     turn_html,
 )
-from ._turn_parts import cache_parting_lines, tools_offered_line, tools_unsupported_warning, turn_parts
+from ._turn_parts import (
+    cache_parting_lines, problem_lines, tools_offered_line, tools_unsupported_warning, turn_parts,
+)
 from ._turn_record import (
     TURN_MIME_TYPE,
     TURN_SCHEMA_VERSION,
@@ -31,5 +33,5 @@ __all__ = [
     "code_html", "markdown_blocks", "MarkdownStream", "notices_html", "tool_card_html", "footer_items", "format_bytes", "status_label", "reasoning_summary",
     "reasoning_text", "pretty_json", "probability_colour", "token_probability", "json_safe", "format_seconds",
     "fixed", "plural", "turn_parts", "tools_offered_line", "tools_unsupported_warning",
-    "finish_reason_name", "cache_parting_lines", "visible_text", "encodable",
+    "finish_reason_name", "cache_parting_lines", "problem_lines", "visible_text", "encodable",
 ]

@@ -16,7 +16,9 @@ from typing import Any
 from ._footer import footer_items, status_label
 from ._markdown import markdown_html
 from ._numbers import format_seconds, plural
-from ._turn_parts import cache_parting_lines, tools_offered_line, tools_unsupported_warning, turn_parts
+from ._turn_parts import (
+    cache_parting_lines, problem_lines, tools_offered_line, tools_unsupported_warning, turn_parts,
+)
 from ._turn_record import json_safe
 
 __all__ = ["turn_html", "turn_css", "reasoning_summary", "reasoning_text", "pretty_json",
@@ -157,6 +159,8 @@ def turn_html(record: dict) -> str:
         _header(record),
         notices_html(record),
         *(_part_html(part) for part in turn_parts(record)),
+        *(f'<div class="mlxnb-problem" style="color:#7a5b00">⚠ {html.escape(line)}</div>'
+          for line in problem_lines(record)),
     ]
     if record["error"]:
         parts.append(f'<div class="mlxnb-error" style="color:#a40e26">'

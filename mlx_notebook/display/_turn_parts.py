@@ -15,7 +15,8 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["turn_parts", "tools_offered_line", "tools_unsupported_warning", "cache_parting_lines"]
+__all__ = ["turn_parts", "tools_offered_line", "tools_unsupported_warning", "cache_parting_lines",
+           "problem_lines"]
 
 _PARTING_CHARACTERS = 32
 """Each text around a cache parting point is cut to about this many characters."""
@@ -101,3 +102,12 @@ def cache_parting_lines(record: dict) -> list[tuple[str, str | None]]:
                 f"“{_near(parting['cached_text'], before=False)}”")
         out.append((f"round {number + 1} · {line}" if len(rounds) > 1 else line, parting.get("reason")))
     return out
+
+
+def problem_lines(record: dict) -> list[str]:
+    """One ``unparsed markup: why`` per piece of markup that did not parse
+    (``rounds[i].problems``); its raw text is in the reply, where the model wrote it."""
+    rounds = record.get("rounds") or []
+    return [f"round {number + 1} · unparsed markup: {problem['message']}" if len(rounds) > 1
+            else f"unparsed markup: {problem['message']}"
+            for number, round_ in enumerate(rounds) for problem in round_.get("problems") or []]

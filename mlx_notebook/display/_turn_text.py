@@ -14,7 +14,7 @@ from ._footer import footer_items, status_label
 from ._inert_markdown import _longest_backtick_run, fenced, inert_line, inert_markdown
 from ._numbers import plural
 from ._turn_html import pretty_json, shown_cut
-from ._turn_parts import tools_offered_line, tools_unsupported_warning, turn_parts
+from ._turn_parts import problem_lines, tools_offered_line, tools_unsupported_warning, turn_parts
 
 __all__ = ["turn_markdown", "turn_plain_text", "visible_text"]
 
@@ -80,6 +80,7 @@ def turn_markdown(record: dict) -> str:
     if warning := tools_unsupported_warning(record):
         parts.append(f"**Warning:** {_literal(warning)}")
     parts.extend(text for part in turn_parts(record) if (text := _markdown_part(part)))
+    parts.extend(f"**Warning:** {_literal(line)}" for line in problem_lines(record))
     if record["error"]:
         parts.append(f"**Error:** {_literal(record['error'])}")
     stats = " · ".join(f"{label} {value}" for label, value in footer_items(record, timings=False))
@@ -108,6 +109,7 @@ def turn_plain_text(record: dict) -> str:
     if warning := tools_unsupported_warning(record):
         lines.append(f"[warning] {warning}")
     lines.extend(text for part in turn_parts(record) if (text := _plain_part(part, record)) is not None)
+    lines.extend(f"[warning] {line}" for line in problem_lines(record))
     if record["error"]:
         lines.append(f"[error] {record['error']}")
     usage = record["usage"]

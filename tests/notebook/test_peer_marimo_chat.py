@@ -340,7 +340,18 @@ def test_a_reply_cut_inside_a_tool_call_keeps_the_text_the_model_wrote(reasoner_
     assert unparsed.startswith('<tool_call>\n{"name": "get_weather"') and "}" not in unparsed
     assert "[unparsed markup: The tool call was cut off before it was closed.] " + unparsed in out
     assert turn.content == joined
-    assert "&lt;tool_call&gt;" in turn._mimebundle()[0]["text/html"]  # shown, as text
+    why = "The tool call was cut off before it was closed."
+    assert turn.rounds[-1].problems == [{"message": why, "text": unparsed}]
+    bundle = turn._mimebundle()[0]
+    assert "&lt;tool_call&gt;" in bundle["text/html"]  # shown, as text
+    # the saved card says why, as the live card's problem line does
+    assert f'<div class="mlxnb-problem" style="color:#7a5b00">⚠ unparsed markup: {why}</div>' \
+        in bundle["text/html"]
+    assert f"[warning] unparsed markup: {why}" in bundle["text/plain"]
+    assert f"**Warning:** unparsed markup: {why}" in bundle["text/markdown"]
+    record = bundle[TURN_MIME_TYPE]
+    assert record["rounds"][-1]["problems"] == turn.rounds[-1].problems
+    jsonschema.validate(record, SCHEMA)
     history = magics_of(reasoner_shell).sessions.get("marimo-cut").history()
     assert history[-1]["content"].strip() == unparsed
 
