@@ -68,11 +68,11 @@ class CompletionsHandler(BaseHandler):
         self.events: list = []
         self.out: list[bytes] = []
         self.gone = False
-        self.unflushed = 0
-        """Flushes not yet done: written bytes the client has not read."""
         self.unread: asyncio.TimerHandle | None = None
-        """Takes the client as gone once it has left written bytes unread for the
-        listener's write_timeout."""
+        """While written bytes wait for the client, looks every write_timeout whether it
+        read any since; a client that read none is taken as gone (``_watch_reads``)."""
+        self.read_up_to = 0
+        """Bytes of the connection the client had read when ``unread`` last looked."""
         self.parts: list[bytes] = []
         self.size = 0
         """Bytes of the body read so far, decompressed."""
@@ -302,6 +302,9 @@ class CompletionsHandler(BaseHandler):
 
     def finish(self, chunk: Any = None) -> "asyncio.Future":
         sent = super().finish(chunk)
+        if self.unread is not None:  # the reply is whole: nothing is left to cancel
+            self.unread.cancel()
+            self.unread = None
         if self.close_when_sent:
             sent.add_done_callback(lambda _: self.request.connection.close())
         return sent
@@ -403,28 +406,37 @@ class CompletionsHandler(BaseHandler):
         self._flush()
 
     def _flush(self) -> None:
-        """Send what was written; a client that leaves it unread for the listener's
-        ``write_timeout`` (its socket's buffers full) is taken as gone."""
-        self.unflushed += 1
+        """Send what was written; a client that reads none of it for the listener's
+        ``write_timeout`` is taken as gone."""
         if self.unread is None:
-            self.unread = asyncio.get_running_loop().call_later(
-                self.listener.write_timeout, self._unread_too_long)
+            self._watch_reads()
         self.flush().add_done_callback(self._flushed)
 
     def _flushed(self, future: "asyncio.Future") -> None:
-        self.unflushed -= 1
-        if self.unread is not None:  # the client read: its time starts again
-            self.unread.cancel()
-            self.unread = None
-            if self.unflushed and not self.gone:
-                self.unread = asyncio.get_running_loop().call_later(
-                    self.listener.write_timeout, self._unread_too_long)
+        # (tornado resolves only a connection's newest write future: one flush waited on
+        # behind another never calls back, so progress is read off the stream instead)
         if future.cancelled() or future.exception() is not None:  # StreamClosedError
             self._client_gone()
 
+    def _watch_reads(self, look: bool = False) -> None:
+        """Look again in ``write_timeout``: until the stream has sent all it holds, each
+        ``look`` must find that the client read more since the last."""
+        stream = self.request.connection.stream
+        # (bytes the socket took: past its buffers, only as many as the client read)
+        read_up_to = getattr(stream, "_total_write_done_index", None)
+        if look:
+            self.unread = None
+            if self.gone or self._finished or stream.closed() or not stream.writing():
+                return  # all sent, or nothing left to cancel: the next flush looks again
+            if read_up_to is None or read_up_to == self.read_up_to:
+                self._unread_too_long()
+                return
+        self.read_up_to = read_up_to or 0
+        self.unread = asyncio.get_running_loop().call_later(self.listener.write_timeout,
+                                                            self._watch_reads, True)
+
     def _unread_too_long(self) -> None:
         # Otherwise its reply would decode on to max_tokens, held in memory and in the batch.
-        self.unread = None
         _log.warning("Request %s: its client read nothing for %g s; cancelled, and its "
                      "connection closed.", self.handle.id if self.handle else self.request.path,
                      self.listener.write_timeout)

@@ -348,23 +348,56 @@ def test_a_client_that_stops_reading_is_cancelled_and_closed(tiny_engine, caplog
         assert answer.json()["usage"]["completion_tokens"] == 3
 
 
-def test_a_client_reading_slowly_but_steadily_is_served_whole(tiny_listener):
-    """The timeout counts from the last read, not the request's start: a client reading a
-    little at a time for longer than ``write_timeout`` still gets the whole reply."""
-    original = tiny_listener.write_timeout
-    tiny_listener.write_timeout = 0.3
-    try:
-        with _long_stream(tiny_listener, 60) as sock:
+def _read_reply(sock: socket.socket, chunk: int = 1 << 16, pause: float = 0.0) -> bytes:
+    """One chunked reply read whole from ``sock`` (``chunk`` bytes a read, ``pause`` s after
+    each); a connection closed before the reply's end fails the test."""
+    received = b""
+    while not received.endswith(b"0\r\n\r\n"):
+        data = sock.recv(chunk)
+        assert data, f"the listener closed a client that was reading: {received[-200:]!r}"
+        received += data
+        time.sleep(pause)
+    return received
+
+
+def test_a_client_reading_slowly_but_steadily_is_served_whole(tiny_engine, caplog):
+    """The timeout counts from the client's last read, not from the request's start nor from
+    the last time everything was sent: a client that reads steadily, but slower than the
+    reply comes, gets all of it, though it stays behind for longer than ``write_timeout``."""
+    from mlx_notebook.engine.serving import Listener
+
+    with Listener(tiny_engine, port=0) as listener:
+        listener.write_timeout = 0.3
+        with _long_stream(listener, 1900) as sock:  # ~3 MB, past the sockets' buffers
             sock.settimeout(30)
-            received = b""
             started = time.monotonic()
-            while not received.endswith(b"0\r\n\r\n"):
-                chunk = sock.recv(4096)
-                assert chunk, f"the listener closed a client that was reading: {received[-200:]!r}"
-                received += chunk
-                time.sleep(0.05)
-    finally:
-        tiny_listener.write_timeout = original
-    assert time.monotonic() - started > 0.3  # it did read for longer than the timeout
+            received = _read_reply(sock, 8192, pause=0.002)
+    assert time.monotonic() - started > 1.0  # behind for longer than the timeout
     assert b'"finish_reason": "length"' in received
     assert received.count(b"data: [DONE]") == 1
+    assert "read nothing" not in caplog.text
+
+
+def test_a_stream_read_late_leaves_its_keep_alive_connection_to_the_next_request(
+        tiny_engine, caplog):
+    """A client that fell behind for a while, under ``write_timeout``, then read its stream
+    whole, sends its next requests on the same connection: none of them is cut off by the
+    first one's watch."""
+    from mlx_notebook.engine.serving import Listener
+
+    with Listener(tiny_engine, port=0) as listener:
+        listener.write_timeout = 3.0
+        with _long_stream(listener, 1900) as sock:  # ~3 MB, past the sockets' buffers
+            sock.settimeout(15)
+            time.sleep(2.0)  # behind for a moment
+            assert b"data: [DONE]" in _read_reply(sock)
+            body = json.dumps({"messages": [{"role": "user", "content": "Count to ten."}],
+                               "stream": True, "max_tokens": 400,
+                               "logit_bias": {"2": -100}}).encode()
+            started = time.monotonic()
+            while time.monotonic() - started < 5:  # past the first stream's watch
+                sock.sendall(_request("POST", "/v1/chat/completions", [
+                    "Host: 127.0.0.1", f"Authorization: Bearer {listener.token}",
+                    f"Content-Length: {len(body)}"], body))
+                assert b"data: [DONE]" in _read_reply(sock)
+    assert "read nothing" not in caplog.text
