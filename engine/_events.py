@@ -75,6 +75,10 @@ class ParseProblem:
 
     text: str
     message: str
+    in_reply: bool = True
+    """Whether ``text`` is part of the reply's content, where the model wrote it (the engine's
+    own problems, sent to clients as content); False for a remote server's tool-call field that
+    did not read, which was never content."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,7 +74,8 @@ class Round:
     only partly (a ``cache_tree.CacheParting``); None otherwise."""
     problems: list[dict] = field(default_factory=list)
     """Markup in this call's reply that did not parse: ``{"message": why, "text": the raw
-    text}`` each, in order; the text is also in ``content``, where the model wrote it."""
+    text}`` each, in order; the text is also in ``content``, where the model wrote it (unless
+    a remote server sent it as a tool call's field that did not read)."""
 
     def __post_init__(self) -> None:
         self.tool_calls = [_typed(call, ToolCallRecord) for call in self.tool_calls]
@@ -432,8 +433,9 @@ def _content(turn: Turn, event: Any) -> object:
 def _problem(turn: Turn, event: Any) -> object:
     # Markup that did not parse is content, its raw text where the model wrote it, as the
     # engine's chunks (the server's reply) carry it; the round also keeps why, for the card.
+    # (A remote server's unreadable tool-call field was never content: only its why is kept.)
     turn._current_round().problems.append({"message": event.message, "text": event.text})
-    return _content(turn, event)
+    return _content(turn, event) if event.in_reply else _TOTALS_KEPT
 
 
 def _tool_call(turn: Turn, event: Any) -> None:

@@ -194,13 +194,15 @@ class ChunkReader:
         for number, (_, call) in enumerate(sorted(self._calls.items())):
             raw = "".join(call.arguments)
             if not call.name:  # no tool to run: a problem to show, not a call to "" to refuse
-                out.append(ParseProblem(raw, "the server sent a tool call with no function name"))
+                out.append(ParseProblem(raw, "the server sent a tool call with no function name",
+                                        in_reply=False))
                 continue
             try:
                 arguments = json.loads(raw) if raw.strip() else {}
             except (ValueError, RecursionError) as exc:
                 out.append(ParseProblem(raw, f"the server sent tool call {call.name!r} with "
-                                             f"arguments that are not JSON ({json_failure(exc)})"))
+                                             f"arguments that are not JSON ({json_failure(exc)})",
+                                        in_reply=False))
                 continue
             out.append(ToolCall(self._parsed_calls + number, call.id or _call_id(), call.name,
                                 arguments if isinstance(arguments, dict) else {"value": arguments},

@@ -58,7 +58,7 @@ def collect(events: Iterable) -> Collected:
     content, reasoning = [], []
     for e in events:
         t = type(e)
-        if t is ContentDelta or t is ParseProblem:
+        if t is ContentDelta or (t is ParseProblem and e.in_reply):
             content.append(e.text)
         elif t is ReasoningDelta:
             reasoning.append(e.text)
@@ -212,7 +212,7 @@ class ChatChunks:
 
     def feed(self, e) -> list[dict]:
         t = type(e)
-        if t is ContentDelta or t is ParseProblem:
+        if t is ContentDelta or (t is ParseProblem and e.in_reply):
             text = e.text
             if self.blank is not None:
                 text = self.blank + text

@@ -513,7 +513,7 @@ class ResponseEvents:
     # -- events ------------------------------------------------------------------------
     def feed(self, e) -> list[dict]:
         t = type(e)
-        if t is ContentDelta or t is ParseProblem:
+        if t is ContentDelta or (t is ParseProblem and e.in_reply):
             text = self.blank + e.text
             if self.open is None or self.open["kind"] != "message":
                 if not text.strip():

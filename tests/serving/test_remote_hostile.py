@@ -167,6 +167,26 @@ def test_tool_call_arguments_json_cannot_read_are_a_problem_shown(serve):
                                                "nested too deeply")]
 
 
+def test_a_tool_call_field_that_does_not_read_is_not_glued_to_the_answer(serve):
+    """Arguments cut by the server's max_tokens were never content: the answer, the turn and
+    the history sent next keep only what the server sent as content; the problem says why."""
+    from mlx_notebook.engine.request._responses import collect
+    from mlx_notebook.turn import Turn
+
+    call = {"index": 0, "id": "c0", "function": {"name": "get_weather", "arguments": '{"city": "Pa'}}
+    events = reply(serve(http(body=sse(chunk({"content": "Let me check."}),
+                                       chunk({"tool_calls": [call]}), chunk({}, "length")))))
+    (problem,) = [e for e in events if type(e) is ParseProblem]
+    assert (problem.text, problem.in_reply) == ('{"city": "Pa', False)
+    assert collect(events).content == "Let me check."
+    turn = Turn(model="remote", session="s", request={"messages": []})
+    for event in events:
+        turn.apply(event)
+    assert turn.content == "Let me check."
+    assert turn.rounds[-1].problems == [{"message": problem.message, "text": '{"city": "Pa'}]
+    assert turn.rounds[-1].messages()[0]["content"] == "Let me check."
+
+
 def test_content_that_is_a_number_fails_in_a_sentence(serve):
     server = serve(http(body=sse(chunk({"content": "A"}), chunk({"content": 42}, "stop"))))
     events = reply(server)
