@@ -37,6 +37,10 @@ def test_bench_gpu_runs_every_section_on_a_cpu_with_the_tiny_shape(smollm2_path,
     follow = row["follow_up"][60]
     assert follow["prompt_tokens"] > 60 and 60 < follow["cached_tokens"] < follow["prompt_tokens"]
     assert follow["warm_ms"] > 0 and follow["mlx_warm_ms"] > 0 and follow["mlx_cold_ms"] > 0
+    # The first token (text or not) comes no later than the first text, on both sides.
+    assert 0 < follow["warm_token_ms"] <= follow["warm_ms"]
+    assert 0 < follow["cold_token_ms"] <= follow["cold_ms"]
+    assert follow["token_ratio"] > 0 and follow["mlx_token_ratio"] > 0
     # A new question each round: a longer turn than the repeated one, each round longer still.
     new = row["follow_up_new"][60]
     assert new["prompt_tokens"] > follow["prompt_tokens"] and new["cached_tokens"] > 60
