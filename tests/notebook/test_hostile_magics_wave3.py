@@ -5,24 +5,13 @@ under a name, a ``--json`` type the line's splitting took apart)."""
 from __future__ import annotations
 
 import pytest
-from IPython.core.error import UsageError
 
+from conftest import fails_with
 from mlx_notebook.tools import ToolError, answer_schema
 
 pytestmark = pytest.mark.model
 
 TOO_LONG = "x " * 3000  # about 6,000 tokens: past the tiny reasoner's 2,048
-
-
-def fails_with(shell, source: str, message: str, capsys) -> None:
-    """The cell fails with exactly ``message``, printed as one line."""
-    capsys.readouterr()
-    result = shell.run_cell(source)
-    _, err = capsys.readouterr()
-    error = result.error_in_exec or result.error_before_exec
-    assert isinstance(error, UsageError), error
-    assert str(error) == message
-    assert err == f"UsageError: {message}\n"
 
 
 # -- a prompt past the context: the advice fits what the cell can cut -------------------------

@@ -18,6 +18,7 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
+from conftest import fails_with, magics_of, run
 from mlx_notebook.engine import ContentDelta
 from mlx_notebook.engine._errors import EngineDeadError
 from mlx_notebook.magics import _parse
@@ -28,26 +29,6 @@ from mlx_notebook.turn import Turn
 
 SCRIPTS = Path(__file__).parents[2] / "engine" / "models" / "tiny_reasoner" / "scripts.json"
 PARIS = "What is the capital of France? Answer in one sentence."
-
-
-def magics_of(shell):
-    return shell.magics_manager.registry["MlxMagics"]
-
-
-def run(shell, source: str, capsys):
-    """Run a cell; return (result, stdout, stderr)."""
-    capsys.readouterr()
-    result = shell.run_cell(source)
-    out, err = capsys.readouterr()
-    return result, out, err
-
-
-def fails_with(shell, source: str, message: str, capsys) -> None:
-    """The cell fails with exactly one line (no traceback) carrying ``message``."""
-    result, _, err = run(shell, source, capsys)
-    assert isinstance(result.error_in_exec, UsageError)
-    assert str(result.error_in_exec) == message
-    assert err == f"UsageError: {message}\n"
 
 
 def script(name: str) -> dict:
@@ -877,7 +858,6 @@ def test_a_bad_load_model_flag_keeps_the_loaded_engine(reasoner_shell, tiny_reas
     fails_with(reasoner_shell, f"%load_model {tiny_reasoner_path} --max-kv-size 0 --no-progress",
                "%load_model: --max-kv-size must be a whole number of at least 8, not 0.", capsys)
     assert magics_of(reasoner_shell).engine is engine and engine.healthy
-
 
 
 @pytest.mark.model

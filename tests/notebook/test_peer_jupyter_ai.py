@@ -19,9 +19,8 @@ from __future__ import annotations
 import secrets
 
 import pytest
-from IPython.core.error import UsageError
 
-from conftest import _shell
+from conftest import _shell, fails_with
 from mlx_notebook.display import turn_mimebundle
 from mlx_notebook.engine.models._store import ALIASES
 from mlx_notebook.turn import Turn
@@ -52,17 +51,6 @@ def ok(shell, source: str, capsys):
     result, out = run(shell, source, capsys)
     assert result.success, result.error_in_exec
     return result.result, out
-
-
-def fails_with(shell, source: str, message: str, capsys) -> None:
-    """The cell fails with exactly ``message``, printed as one line (no traceback)."""
-    capsys.readouterr()
-    result = shell.run_cell(source)
-    _, err = capsys.readouterr()
-    error = result.error_in_exec or result.error_before_exec
-    assert isinstance(error, UsageError), error
-    assert str(error) == message
-    assert err == f"UsageError: {message}\n"
 
 
 def model_name(shell) -> str:

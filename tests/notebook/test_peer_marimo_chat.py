@@ -27,28 +27,16 @@ import pytest
 from IPython.core.error import UsageError
 
 import mlx_notebook.display as display
+from conftest import magics_of, run
 from mlx_notebook import reports
 from mlx_notebook.display import TURN_MIME_TYPE, markdown_html
 from mlx_notebook.engine import ContentDelta, EngineRequestError, Finished, Started
 from mlx_notebook.runner import run_turn
-from mlx_notebook.tools import make_tool
 from mlx_notebook.turn import Round, ToolCallRecord, Turn, Usage
 from mlx_notebook.widgets import ChatView
 
 PARIS = "What is the capital of France? Answer in one sentence."
 SCHEMA = json.loads((Path(display.__file__).parent / "turn.schema.json").read_text())
-
-
-def magics_of(shell):
-    return shell.magics_manager.registry["MlxMagics"]
-
-
-def run(shell, source: str, capsys):
-    """Run a cell; return (result, stdout, stderr)."""
-    capsys.readouterr()
-    result = shell.run_cell(source)
-    out, err = capsys.readouterr()
-    return result, out, err
 
 
 def answer(reply: str) -> str:
