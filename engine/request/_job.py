@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .._errors import EngineError
-from .._events import ContentDelta, Error, Finished, ReasoningDelta
+from .._events import ContentDelta, Error, Finished, PrefillProgress, ReasoningDelta
 from ._admission import GenerationRequest
 from ._rendering import RenderedPrompt
 
@@ -53,10 +53,13 @@ def reader_pace(readers: int) -> float:
 
 
 def urgent(event, text_seen: bool) -> bool:
-    """Whether ``event`` must reach a paced reader at once: the end of the reply, or its first
-    text (``text_seen``: a text delta came before it)."""
+    """Whether ``event`` must reach a paced reader at once: the end of the reply, its first
+    text (``text_seen``: a text delta came before it), or the prompt's last progress, sent as
+    the first token is computed (a progress bar then ends with the prefill, and a first token
+    with no text of its own, a piece of a character, is seen when it comes)."""
     kind = type(event)
-    return kind is Finished or kind is Error or (not text_seen and kind in TEXT_EVENTS)
+    return (kind is Finished or kind is Error or (not text_seen and kind in TEXT_EVENTS)
+            or (kind is PrefillProgress and event.processed == event.total))
 
 
 class Outbox:

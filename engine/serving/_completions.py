@@ -306,7 +306,13 @@ class CompletionsHandler(BaseHandler):
             self.unread.cancel()
             self.unread = None
         if self.close_when_sent:
-            sent.add_done_callback(lambda _: self.request.connection.close())
+            # Closed once the stream has sent everything: ``sent`` resolves when any earlier
+            # write completes (tornado keeps one write future), and a close then drops the rest.
+            stream = self.request.connection.stream
+            if stream.closed():
+                self.request.connection.close()
+            else:
+                stream.write(b"").add_done_callback(lambda _: self.request.connection.close())
         return sent
 
     def _client(self) -> str:
@@ -424,14 +430,16 @@ class CompletionsHandler(BaseHandler):
         stream = self.request.connection.stream
         # (bytes the socket took: past its buffers, only as many as the client read)
         read_up_to = getattr(stream, "_total_write_done_index", None)
+        if read_up_to is None:  # a tornado without the counter: no watch, rather than guesses
+            return
         if look:
             self.unread = None
             if self.gone or self._finished or stream.closed() or not stream.writing():
                 return  # all sent, or nothing left to cancel: the next flush looks again
-            if read_up_to is None or read_up_to == self.read_up_to:
+            if read_up_to == self.read_up_to:
                 self._unread_too_long()
                 return
-        self.read_up_to = read_up_to or 0
+        self.read_up_to = read_up_to
         self.unread = asyncio.get_running_loop().call_later(self.listener.write_timeout,
                                                             self._watch_reads, True)
 

@@ -12,7 +12,7 @@ import pytest
 
 from mlx_notebook.engine import ContentDelta, Finished, PrefillProgress, Started
 from mlx_notebook.engine._events import TokenLogprobs
-from mlx_notebook.engine.request._job import PACE_SECONDS, Outbox, reader_pace
+from mlx_notebook.engine.request._job import PACE_SECONDS, Outbox, reader_pace, urgent
 
 
 def test_events_that_come_within_the_pace_reach_the_reader_in_one_take():
@@ -68,6 +68,19 @@ def test_the_first_text_after_other_events_ends_the_pace_at_once():
     assert time.perf_counter() - t0 < 10  # ...but the reply's first text does not wait
     got += out.take(0)
     assert got == [first, ContentDelta("Hi")]
+
+
+def test_the_prompt_s_last_progress_ends_the_pace_at_once():
+    out = Outbox(lambda: None, pace=30.0)
+    out.put(PrefillProgress(0, 100))
+    assert out.take(1.0) == [PrefillProgress(0, 100)]  # pacing: 30 s...
+    assert not urgent(PrefillProgress(50, 100), False)  # ...which a chunk's progress waits out
+    threading.Timer(0.05, lambda: (out.put(PrefillProgress(50, 100)),
+                                   out.put(PrefillProgress(100, 100)))).start()
+    t0 = time.perf_counter()
+    got = out.take(1.0)
+    assert time.perf_counter() - t0 < 10  # ...but not the first token's (the prompt read)
+    assert got == [PrefillProgress(50, 100), PrefillProgress(100, 100)]
 
 
 def test_a_reader_that_found_nothing_within_the_pace_is_woken_by_the_next_event():

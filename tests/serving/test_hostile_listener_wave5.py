@@ -64,6 +64,28 @@ def test_an_http10_keep_alive_stream_ends_with_its_connection(tiny_listener, pat
     assert seconds < 10
 
 
+@pytest.mark.parametrize("keep_alive", [True, False])
+def test_an_http10_stream_read_late_comes_whole_before_its_close(tiny_listener, keep_alive):
+    """The close that ends an HTTP/1.0 stream waits for everything before it to be sent: a
+    client that read late (~3 MB waiting in the server) still gets the end of its reply."""
+    body = json.dumps({"messages": [{"role": "user", "content": "Count to ten."}],
+                       "stream": True, "max_tokens": 1900, "logprobs": True,
+                       "top_logprobs": 20, "logit_bias": {"2": -100}}).encode()
+    headers = ["Host: 127.0.0.1", f"Authorization: Bearer {tiny_listener.token}",
+               f"Content-Length: {len(body)}"] + (["Connection: keep-alive"] if keep_alive else [])
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)  # past the sockets' buffers
+        sock.connect((tiny_listener.host, tiny_listener.port))
+        sock.settimeout(30)
+        sock.sendall(_request("POST", "/v1/chat/completions", headers, body, version="HTTP/1.0"))
+        time.sleep(4)  # the reply is made and waits in the server's buffers
+        answer = b""
+        while chunk := sock.recv(1 << 20):
+            answer += chunk
+    assert answer.endswith(b"data: [DONE]\n\n")
+    assert answer.count(b'"finish_reason": "length"') == 1
+
+
 def test_an_http10_keep_alive_request_without_a_stream_keeps_its_connection(tiny_listener):
     """A reply with a Content-Length can be kept alive: two requests on one connection."""
     body = _chat(False)
