@@ -74,8 +74,8 @@ class Round:
     only partly (a ``cache_tree.CacheParting``); None otherwise."""
     problems: list[dict] = field(default_factory=list)
     """Markup in this call's reply that did not parse: ``{"message": why, "text": the raw
-    text}`` each, in order; the text is also in ``content``, where the model wrote it (unless
-    a remote server sent it as a tool call's field that did not read)."""
+    text}`` each, in order; the text is also in ``content``, where the model wrote it, except
+    where ``"in_reply": False`` says a remote server sent it as a tool call's field."""
 
     def __post_init__(self) -> None:
         self.tool_calls = [_typed(call, ToolCallRecord) for call in self.tool_calls]
@@ -434,7 +434,8 @@ def _problem(turn: Turn, event: Any) -> object:
     # Markup that did not parse is content, its raw text where the model wrote it, as the
     # engine's chunks (the server's reply) carry it; the round also keeps why, for the card.
     # (A remote server's unreadable tool-call field was never content: only its why is kept.)
-    turn._current_round().problems.append({"message": event.message, "text": event.text})
+    problem = {"message": event.message, "text": event.text}
+    turn._current_round().problems.append(problem if event.in_reply else {**problem, "in_reply": False})
     return _content(turn, event) if event.in_reply else _TOTALS_KEPT
 
 

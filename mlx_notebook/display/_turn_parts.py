@@ -20,6 +20,8 @@ __all__ = ["turn_parts", "tools_offered_line", "tools_unsupported_warning", "cac
 
 _PARTING_CHARACTERS = 32
 """Each text around a cache parting point is cut to about this many characters."""
+_PROBLEM_CHARACTERS = 200
+"""A remote tool-call field that did not read is shown up to this many characters."""
 
 
 def _reasoning(text: str, stats: dict | None) -> dict:
@@ -106,8 +108,16 @@ def cache_parting_lines(record: dict) -> list[tuple[str, str | None]]:
 
 def problem_lines(record: dict) -> list[str]:
     """One ``unparsed markup: why`` per piece of markup that did not parse
-    (``rounds[i].problems``); its raw text is in the reply, where the model wrote it."""
+    (``rounds[i].problems``); its raw text is in the reply, where the model wrote it, or, for
+    a remote server's tool-call field (``in_reply`` false), on the line."""
     rounds = record.get("rounds") or []
-    return [f"round {number + 1} · unparsed markup: {problem['message']}" if len(rounds) > 1
-            else f"unparsed markup: {problem['message']}"
-            for number, round_ in enumerate(rounds) for problem in round_.get("problems") or []]
+    lines = []
+    for number, round_ in enumerate(rounds):
+        for problem in round_.get("problems") or []:
+            line = f"unparsed markup: {problem['message']}"
+            if problem.get("in_reply") is False:
+                text = problem["text"]
+                line += ": " + (text if len(text) <= _PROBLEM_CHARACTERS
+                                else text[:_PROBLEM_CHARACTERS] + "…")
+            lines.append(f"round {number + 1} · {line}" if len(rounds) > 1 else line)
+    return lines

@@ -170,6 +170,7 @@ def test_tool_call_arguments_json_cannot_read_are_a_problem_shown(serve):
 def test_a_tool_call_field_that_does_not_read_is_not_glued_to_the_answer(serve):
     """Arguments cut by the server's max_tokens were never content: the answer, the turn and
     the history sent next keep only what the server sent as content; the problem says why."""
+    from mlx_notebook.display import TURN_MIME_TYPE
     from mlx_notebook.engine.request._responses import collect
     from mlx_notebook.turn import Turn
 
@@ -183,8 +184,14 @@ def test_a_tool_call_field_that_does_not_read_is_not_glued_to_the_answer(serve):
     for event in events:
         turn.apply(event)
     assert turn.content == "Let me check."
-    assert turn.rounds[-1].problems == [{"message": problem.message, "text": '{"city": "Pa'}]
+    assert turn.rounds[-1].problems == [{"message": problem.message, "text": '{"city": "Pa',
+                                         "in_reply": False}]
     assert turn.rounds[-1].messages()[0]["content"] == "Let me check."
+    # the saved card keeps what the content does not: the field, on the problem's line
+    bundle = turn._mimebundle()[0]
+    record, plain = bundle[TURN_MIME_TYPE], bundle["text/plain"]
+    assert record["rounds"][-1]["problems"][0]["in_reply"] is False
+    assert f'[warning] unparsed markup: {problem.message}: {{"city": "Pa' in plain
 
 
 def test_content_that_is_a_number_fails_in_a_sentence(serve):
