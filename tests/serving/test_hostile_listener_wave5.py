@@ -64,8 +64,26 @@ def test_an_http10_keep_alive_stream_ends_with_its_connection(tiny_listener, pat
     assert seconds < 10
 
 
+@pytest.fixture
+def small_send_buffers(monkeypatch):
+    """The listener's new connections send through 8 KiB kernel buffers: a reply of a few MB
+    then waits in the listener, as it does on any machine for a client that stopped reading
+    (left to the kernel, which grows its buffers to some MB, the tiny reasoner's longest reply
+    can fit in them whole, and the server never sees the client stall)."""
+    from mlx_notebook.engine.serving import _listener
+
+    accept = _listener._CappedServer.handle_stream
+
+    async def handle_stream(server, stream, address):
+        stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8192)
+        await accept(server, stream, address)
+
+    monkeypatch.setattr(_listener._CappedServer, "handle_stream", handle_stream)
+
+
 @pytest.mark.parametrize("keep_alive", [True, False])
-def test_an_http10_stream_read_late_comes_whole_before_its_close(tiny_listener, keep_alive):
+def test_an_http10_stream_read_late_comes_whole_before_its_close(tiny_listener, keep_alive,
+                                                                 small_send_buffers):
     """The close that ends an HTTP/1.0 stream waits for everything before it to be sent: a
     client that read late (~3 MB waiting in the server) still gets the end of its reply."""
     body = json.dumps({"messages": [{"role": "user", "content": "Count to ten."}],
@@ -339,7 +357,8 @@ def _long_stream(listener, max_tokens: int) -> socket.socket:
     return sock
 
 
-def test_a_client_that_stops_reading_is_cancelled_and_closed(tiny_engine, caplog):
+def test_a_client_that_stops_reading_is_cancelled_and_closed(tiny_engine, caplog,
+                                                            small_send_buffers):
     """A client that takes a stream and then reads nothing (hung, or a slow-loris on the way
     out) would hold its place in the batch until ``max_tokens``, its reply buffered in the
     server. Once it has left bytes unread for ``write_timeout``, its request is cancelled and
@@ -382,7 +401,8 @@ def _read_reply(sock: socket.socket, chunk: int = 1 << 16, pause: float = 0.0) -
     return received
 
 
-def test_a_client_reading_slowly_but_steadily_is_served_whole(tiny_engine, caplog):
+def test_a_client_reading_slowly_but_steadily_is_served_whole(tiny_engine, caplog,
+                                                              small_send_buffers):
     """The timeout counts from the client's last read, not from the request's start nor from
     the last time everything was sent: a client that reads steadily, but slower than the
     reply comes, gets all of it, though it stays behind for longer than ``write_timeout``."""
@@ -401,7 +421,7 @@ def test_a_client_reading_slowly_but_steadily_is_served_whole(tiny_engine, caplo
 
 
 def test_a_stream_read_late_leaves_its_keep_alive_connection_to_the_next_request(
-        tiny_engine, caplog):
+        tiny_engine, caplog, small_send_buffers):
     """A client that fell behind for a while, under ``write_timeout``, then read its stream
     whole, sends its next requests on the same connection: none of them is cut off by the
     first one's watch."""
