@@ -134,9 +134,7 @@ def _round(round_: Round, reasoning_stats: dict | None) -> dict:
     if round_.cache_parting is not None:  # only a round whose prompt-cache lookup missed
         out["cache_parting"] = json_safe(dataclasses.asdict(round_.cache_parting))
     if round_.problems:
-        out["problems"] = [{"message": p["message"], "text": p["text"],
-                            **({"in_reply": False} if p.get("in_reply") is False else {})}
-                           for p in round_.problems]
+        out["problems"] = [dict(problem) for problem in round_.problems]
     return out
 
 

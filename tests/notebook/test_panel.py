@@ -11,6 +11,7 @@ import threading
 
 from IPython.utils.capture import capture_output
 
+from conftest import magics_of
 from mlx_notebook.panel import COMM_TARGET
 
 
@@ -38,10 +39,6 @@ class RecordingComm:
     def message(self, **data):
         self.handlers["msg"]({"content": {"data": data}})
         return self.snapshots[-1]
-
-
-def magics_of(shell):
-    return shell.magics_manager.registry["MlxMagics"]
 
 
 def status_json(shell, capsys) -> dict:

@@ -20,8 +20,8 @@ from typing import Annotated, Literal, Optional, TypedDict, Union
 
 import pydantic
 import pytest
-from IPython.core.error import UsageError
 
+from conftest import fails_with
 import mlx_notebook
 import mlx_notebook.tools as tools_module
 from mlx_notebook._turn_types import ToolCallRecord
@@ -722,16 +722,6 @@ def test_what_a_tool_raises_becomes_one_line_and_only_ctrl_c_stops_the_cell():
 
 
 # ------------------------------------------------- jupyter-ai-magics tests/test_magics.py
-
-
-def fails_with(shell, source: str, message: str, capsys) -> None:
-    capsys.readouterr()
-    result = shell.run_cell(source)
-    _, err = capsys.readouterr()
-    error = result.error_in_exec or result.error_before_exec
-    assert isinstance(error, UsageError)
-    assert str(error) == message
-    assert err == f"UsageError: {message}\n"
 
 
 @pytest.mark.parametrize("source, message", [

@@ -81,21 +81,30 @@ def small_send_buffers(monkeypatch):
     monkeypatch.setattr(_listener._CappedServer, "handle_stream", handle_stream)
 
 
+def _long_stream(listener, max_tokens: int, headers: tuple[str, ...] = (),
+                 version: str = "HTTP/1.1") -> socket.socket:
+    """A connection with a small receive buffer that has asked ``listener`` for a stream of
+    ``max_tokens`` heavy chunks (20 logprobs a token, the end token barred)."""
+    body = json.dumps({"messages": [{"role": "user", "content": "Count to ten."}],
+                       "stream": True, "max_tokens": max_tokens, "logprobs": True,
+                       "top_logprobs": 20, "logit_bias": {"2": -100}}).encode()  # 2: the end
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    sock.connect((listener.host, listener.port))
+    sock.sendall(_request("POST", "/v1/chat/completions", [
+        "Host: 127.0.0.1", f"Authorization: Bearer {listener.token}",
+        f"Content-Length: {len(body)}", *headers], body, version=version))
+    return sock
+
+
 @pytest.mark.parametrize("keep_alive", [True, False])
 def test_an_http10_stream_read_late_comes_whole_before_its_close(tiny_listener, keep_alive,
                                                                  small_send_buffers):
     """The close that ends an HTTP/1.0 stream waits for everything before it to be sent: a
     client that read late (~3 MB waiting in the server) still gets the end of its reply."""
-    body = json.dumps({"messages": [{"role": "user", "content": "Count to ten."}],
-                       "stream": True, "max_tokens": 1900, "logprobs": True,
-                       "top_logprobs": 20, "logit_bias": {"2": -100}}).encode()
-    headers = ["Host: 127.0.0.1", f"Authorization: Bearer {tiny_listener.token}",
-               f"Content-Length: {len(body)}"] + (["Connection: keep-alive"] if keep_alive else [])
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)  # past the sockets' buffers
-        sock.connect((tiny_listener.host, tiny_listener.port))
+    headers = ("Connection: keep-alive",) if keep_alive else ()
+    with _long_stream(tiny_listener, 1900, headers, version="HTTP/1.0") as sock:
         sock.settimeout(30)
-        sock.sendall(_request("POST", "/v1/chat/completions", headers, body, version="HTTP/1.0"))
         time.sleep(4)  # the reply is made and waits in the server's buffers
         answer = b""
         while chunk := sock.recv(1 << 20):
@@ -340,21 +349,6 @@ def test_asking_for_a_stored_response_says_none_is_stored(tiny_listener):
         with pytest.raises(openai.NotFoundError) as refused:
             ask(made.id)
         assert refused.value.body["message"] == said
-
-
-def _long_stream(listener, max_tokens: int) -> socket.socket:
-    """A connection with a small receive buffer that has asked ``listener`` for a stream of
-    ``max_tokens`` heavy chunks (20 logprobs a token, the end token barred)."""
-    body = json.dumps({"messages": [{"role": "user", "content": "Count to ten."}],
-                       "stream": True, "max_tokens": max_tokens, "logprobs": True,
-                       "top_logprobs": 20, "logit_bias": {"2": -100}}).encode()  # 2: the end
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
-    sock.connect((listener.host, listener.port))
-    sock.sendall(_request("POST", "/v1/chat/completions", [
-        "Host: 127.0.0.1", f"Authorization: Bearer {listener.token}",
-        f"Content-Length: {len(body)}"], body))
-    return sock
 
 
 def test_a_client_that_stops_reading_is_cancelled_and_closed(tiny_engine, caplog,
