@@ -26,7 +26,7 @@ from ._config import SWITCH_HELP, EngineConfig
 from ._errors import EngineDeadError, EngineError, EngineRequestError, ModelStoreError
 from ._events import (
     ContentDelta, EngineEvent, Error, Finished, ParseProblem, PrefillProgress, ReasoningDelta,
-    Started, TokenLogprobs, ToolCall, Usage,
+    Started, TokenLogprobs, ToolCall, UnreadToolCall, Usage,
 )
 from .request._admission import GenerationRequest, admit
 
@@ -70,8 +70,8 @@ __all__ = [
     "EngineError", "EngineRequestError", "EngineDeadError", "ModelStoreError",
     # the events a request's handle yields, and the OpenAI chunks built from them
     "EngineEvent", "Started", "PrefillProgress", "ReasoningDelta", "ContentDelta", "ToolCall",
-    "ParseProblem", "TokenLogprobs", "Usage", "Finished", "Error", "chat_chunks",
-    "completion_chunks",
+    "ParseProblem", "UnreadToolCall", "TokenLogprobs", "Usage", "Finished", "Error",
+    "chat_chunks", "completion_chunks",
     # the HTTP listener and what it is serving
     "Listener", "ServedRequest",
     # an OpenAI-compatible server behind the engine's surface

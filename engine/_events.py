@@ -20,6 +20,7 @@ __all__ = [
     "ContentDelta",
     "ToolCall",
     "ParseProblem",
+    "UnreadToolCall",
     "TokenLogprobs",
     "Usage",
     "Finished",
@@ -70,6 +71,18 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class UnreadToolCall:
+    """A tool call a remote server sent whose arguments are not JSON (the ``ParseProblem``'s
+    ``text`` holds them as sent). An API client gets it as the server sent it, as a proxy
+    passes on what it cannot read; the notebook shows it as a problem and never runs it."""
+
+    index: int
+    """Position among this reply's tool calls, from 0 (as ``ToolCall.index``)."""
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class ParseProblem:
     """Output that looked like markup but did not parse; the raw text is kept, never lost."""
 
@@ -79,6 +92,9 @@ class ParseProblem:
     """Whether ``text`` is part of the reply's content, where the model wrote it (the engine's
     own problems, sent to clients as content); False for a remote server's tool-call field that
     did not read, which was never content."""
+    call: UnreadToolCall | None = None
+    """The tool call whose arguments ``text`` is, when a remote server sent them (``in_reply``
+    is then False); None for markup and for a call with no function name."""
 
 
 @dataclass(frozen=True, slots=True)

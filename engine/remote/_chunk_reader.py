@@ -16,7 +16,7 @@ from typing import Any
 
 from .._events import (
     ContentDelta, EngineEvent, Finished, ParseProblem, ReasoningDelta, TokenLogprobs, ToolCall,
-    Usage,
+    UnreadToolCall, Usage,
 )
 from .._errors import json_failure
 from ..parsing import StreamFilter, get_family
@@ -191,26 +191,35 @@ class ChunkReader:
         """What the filter still held, the tool calls the server streamed, and ``Finished``
         (``Usage`` is the caller's: it knows the timings)."""
         out = self._split(self._filter.finish()) if self.kind == "chat" else []
-        for number, (_, call) in enumerate(sorted(self._calls.items())):
+        sent = self._parsed_calls  # the reply's tool calls so far, an API client's tool_calls
+        for _, call in sorted(self._calls.items()):
             raw = "".join(call.arguments)
-            if not call.name:  # no tool to run: a problem to show, not a call to "" to refuse
+            if not call.name:
+                # No function to name: a problem to show, not a call a client could run or
+                # answer (a tool_calls entry naming "" only fails there, later and obscurely).
                 out.append(ParseProblem(raw, "the server sent a tool call with no function name",
                                         in_reply=False))
                 continue
+            call_id = call.id or _call_id()
             try:
                 arguments = json.loads(raw) if raw.strip() else {}
             except (ValueError, RecursionError) as exc:
+                # Not run here, but an API client gets it as the server sent it (its own loop
+                # decides what a cut call means).
                 out.append(ParseProblem(raw, f"the server sent tool call {call.name!r} with "
                                              f"arguments that are not JSON ({json_failure(exc)})",
-                                        in_reply=False))
-                continue
-            out.append(ToolCall(self._parsed_calls + number, call.id or _call_id(), call.name,
-                                arguments if isinstance(arguments, dict) else {"value": arguments},
-                                raw))
+                                        in_reply=False,
+                                        call=UnreadToolCall(sent, call_id, call.name)))
+            else:
+                if not isinstance(arguments, dict):
+                    arguments = {"value": arguments}
+                out.append(ToolCall(sent, call_id, call.name, arguments, raw))
+            sent += 1
         reason = "cancelled" if cancelled else (self.finish_reason or "stop")
-        called = self._parsed_calls or any(type(e) is ToolCall for e in out)
-        if not cancelled and called and reason == "stop":
+        if reason == "stop" and sent:
             reason = "tool_calls"
+        elif reason == "tool_calls" and not sent:
+            reason = "stop"  # (a client told "tool_calls" looks for calls: there are none)
         out.append(Finished(reason))
         return out
 

@@ -7,7 +7,9 @@ from the OpenAI API we follow OpenAI: logprobs objects (``token``/``logprob``/``
 and the ``object`` of the final usage chunk (``chat.completion.chunk``/``text_completion``).
 Markup that did not parse (a ``ParseProblem``: a tool call cut off by ``max_tokens``, a call
 whose JSON is broken) reaches the client as content, its raw text as the model wrote it; the
-server drops a call it cannot parse, so its text is lost.
+server drops a call it cannot parse, so its text is lost. A remote server's tool call whose
+arguments are not JSON (``ParseProblem.call``) reaches the client as the tool call it sent,
+its arguments as sent: a proxy passes on what it cannot read (the notebook does not run it).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from .. import _upstream
 from ._admission import GenerationRequest
 from .._errors import EngineRequestError
 from .._events import (
-    ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, TokenLogprobs, ToolCall, Usage,
+    ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, TokenLogprobs, ToolCall,
+    UnreadToolCall, Usage,
 )
 
 __all__ = [
@@ -42,6 +45,9 @@ class Collected:
     content: str = ""
     reasoning: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
+    unread_calls: list[ParseProblem] = field(default_factory=list)
+    """A remote server's tool calls whose arguments are not JSON: sent on among the tool calls
+    (by their ``call.index``), never run."""
     logprobs: list[TokenLogprobs] = field(default_factory=list)
     usage: Usage | None = None
     finish_reason: str = "stop"
@@ -66,6 +72,8 @@ def collect(events: Iterable) -> Collected:
             out.logprobs.append(e)
         elif t is ToolCall:
             out.tool_calls.append(e)
+        elif t is ParseProblem and e.call is not None:
+            out.unread_calls.append(e)
         elif t is Usage:
             out.usage = e
         elif t is Finished:
@@ -93,10 +101,18 @@ def _usage(u: Usage | None) -> dict:
     return usage
 
 
-def _tool_call(call: ToolCall, streaming: bool) -> dict:
+def _sent_call(e: ToolCall | ParseProblem) -> tuple[ToolCall | UnreadToolCall, str]:
+    """A tool call as a client gets it, and its arguments' text: JSON of those parsed, or
+    those a remote server sent that are not JSON, as it sent them."""
+    if type(e) is ToolCall:
+        return e, json.dumps(e.arguments, ensure_ascii=False)
+    return e.call, e.text
+
+
+def _tool_call(e: ToolCall | ParseProblem, streaming: bool) -> dict:
+    call, arguments = _sent_call(e)
     out = {
-        "function": {"name": call.name,
-                     "arguments": json.dumps(call.arguments, ensure_ascii=False)},
+        "function": {"name": call.name, "arguments": arguments},
         "type": "function",
         "id": call.id,
     }
@@ -172,12 +188,12 @@ def chat_completion(events, *, request: GenerationRequest, request_id: str, crea
     # between its reasoning and its calls are none; mlx_lm.server sends them); an empty
     # answer (a stop string at its start, a cancelled request) is "" (the server sends null).
     blank = not r.content.strip()
-    message = {"role": "assistant",
-               "content": None if r.tool_calls and blank else r.content}
+    calls = sorted([*r.tool_calls, *r.unread_calls], key=lambda e: _sent_call(e)[0].index)
+    message = {"role": "assistant", "content": None if calls and blank else r.content}
     if r.reasoning:
         message[request.reasoning_field] = r.reasoning
-    if r.tool_calls:
-        message["tool_calls"] = [_tool_call(c, False) for c in r.tool_calls]
+    if calls:
+        message["tool_calls"] = [_tool_call(c, False) for c in calls]
     choice = {"index": 0, "finish_reason": r.finish_reason, "message": message}
     if request.logprobs:
         choice["logprobs"] = _chat_logprobs(r.logprobs)
@@ -223,7 +239,7 @@ class ChatChunks:
             return [self._chunk({"content": text})]
         if t is ReasoningDelta:
             return [self._chunk({self.request.reasoning_field: e.text})]
-        if t is ToolCall:
+        if t is ToolCall or (t is ParseProblem and e.call is not None):
             self.calls = True
             return [self._chunk({"tool_calls": [_tool_call(e, True)]})]
         if t is TokenLogprobs:

@@ -13,7 +13,6 @@ served; a JSON ``text.format`` is chat's ``response_format``.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Mapping
 
@@ -22,7 +21,7 @@ from .._events import (
     ContentDelta, Error, Finished, ParseProblem, ReasoningDelta, TokenLogprobs, ToolCall, Usage,
 )
 from ._admission import GenerationRequest, _shown
-from ._responses import _chat_logprobs
+from ._responses import _chat_logprobs, _sent_call
 
 __all__ = ["chat_body", "in_responses_terms", "response_object", "ResponseEvents"]
 
@@ -492,12 +491,16 @@ class ResponseEvents:
                                delta=text, logprobs=logprobs))
         return out
 
-    def _call(self, call: ToolCall) -> list[dict]:
+    def _call(self, e: ToolCall | ParseProblem) -> list[dict]:
+        """A function_call item: a parsed call, or a remote server's call whose arguments are
+        not JSON, as it sent them and ``incomplete`` (no whole call; OpenAI marks an item it
+        cut so)."""
         out = self._close()
         index = len(self.output)
+        call, arguments = _sent_call(e)
         item = {"type": "function_call", "id": f"fc_{self.base}_{index}", "call_id": call.id,
-                "name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False),
-                "status": "completed"}
+                "name": call.name, "arguments": arguments,
+                "status": "completed" if type(e) is ToolCall else "incomplete"}
         where = {"item_id": item["id"], "output_index": index}
         out += [self._event("response.output_item.added", output_index=index,
                             item={**item, "arguments": "", "status": "in_progress"}),
@@ -525,7 +528,7 @@ class ResponseEvents:
             return self._text("message", text)
         if t is ReasoningDelta:
             return self._text("reasoning", e.text)
-        if t is ToolCall:
+        if t is ToolCall or (t is ParseProblem and e.call is not None):
             return self._call(e)
         if t is TokenLogprobs:
             self.pending.append(e)

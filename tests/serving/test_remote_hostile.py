@@ -194,6 +194,86 @@ def test_a_tool_call_field_that_does_not_read_is_not_glued_to_the_answer(serve):
     assert f'[warning] unparsed markup: {problem.message}: {{"city": "Pa' in plain
 
 
+def weather_turn(url: str):
+    """A notebook turn offering get_weather against the server at ``url``, run through the
+    tool loop; with the cities the tool ran for."""
+    from mlx_notebook.runner import run_turn
+    from mlx_notebook.tools import make_tool
+    from mlx_notebook.turn import Turn
+
+    ran = []
+
+    def get_weather(city: str):
+        ran.append(city)
+        return {"city": city, "condition": "sunny"}
+
+    with RemoteEngine(url, timeout=5) as engine:
+        turn = Turn(model="remote", session="s", request=BODY, user_message=BODY["messages"][-1],
+                    tools_offered=["get_weather"])
+        return run_turn(engine, turn, None, tools=[make_tool(get_weather)]), ran
+
+
+# A proxy passes on what it cannot read: an agent loop told "tool_calls" iterates the calls.
+CUT = (sse(chunk({"content": "Let me check."}),
+           chunk({"tool_calls": [{"index": 0, "id": "c0", "function": {
+               "name": "get_weather", "arguments": '{"city": "Par'}}]}), chunk({}, "length")),
+       "Let me check.", "length", [("c0", '{"city": "Par')], ['{"city": "Par'])
+BAD_JSON = (sse(chunk({"tool_calls": [
+    {"index": 0, "id": "c0", "function": {"arguments": '{"city": "Oslo"}'}},  # no name: no entry
+    {"index": 1, "id": "c1", "function": {"name": "get_weather", "arguments": '{"city": Paris}'}},
+    {"index": 2, "id": "c2", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}},
+]}), chunk({}, "tool_calls")), None, "tool_calls",
+    [("c1", '{"city": Paris}'), ("c2", '{"city": "Rome"}')], ['{"city": "Oslo"}', '{"city": Paris}'])
+
+
+@pytest.mark.parametrize("stream, content, finish, calls, problems", [CUT, BAD_JSON],
+                         ids=["cut by max_tokens", "bad JSON beside a good call"])
+def test_a_tool_call_whose_arguments_do_not_read_reaches_api_clients_as_sent(
+        serve, stream, content, finish, calls, problems):
+    import openai
+
+    from mlx_notebook.engine.serving import Listener
+
+    entries = [{"id": i, "type": "function", "function": {"name": "get_weather", "arguments": a}}
+               for i, a in calls]
+    with RemoteEngine(serve(http(body=stream)).url, timeout=5) as engine:
+        (choice,) = engine.chat_completions(BODY)["choices"]
+        assert choice == {"index": 0, "finish_reason": finish, "message": {
+            "role": "assistant", "content": content, "tool_calls": entries}}
+
+        chunks = [c["choices"][0] for c in engine.chat_completions({**BODY, "stream": True})]
+        deltas = [d for c in chunks for d in c["delta"].get("tool_calls", [])]
+        assert deltas == [{**entry, "index": n} for n, entry in enumerate(entries)]
+        assert "".join(c["delta"].get("content") or "" for c in chunks) == (content or "")
+        assert [c["finish_reason"] for c in chunks if c["finish_reason"]] == [finish]
+
+        with Listener(engine, port=0) as listener:
+            client = openai.OpenAI(base_url=listener.url, api_key=listener.token, max_retries=0)
+            message = client.chat.completions.create(model="m", messages=BODY["messages"]
+                                                     ).choices[0].message
+            assert [(c.id, c.function.name, c.function.arguments)
+                    for c in message.tool_calls] == [(i, "get_weather", a) for i, a in calls]
+            whole = client.responses.create(model="m", input="Hi")
+            with client.responses.stream(model="m", input="Hi") as events:
+                streamed = list(events)[-1].response  # (completed, or incomplete when cut)
+            for response in (whole, streamed):
+                assert response.status == ("incomplete" if finish == "length" else "completed")
+                assert [(item.call_id, item.name, item.arguments, item.status)
+                        for item in response.output if item.type == "function_call"] == [
+                    (i, "get_weather", a, "completed" if i == "c2" else "incomplete")
+                    for i, a in calls]
+
+    # The notebook runs only what reads; the turn shows the rest as a problem, not as content.
+    turn, ran = weather_turn(serve(http(body=stream), http(body=sse(chunk({"content": "Sunny."},
+                                                                         "stop")))).url)
+    first = turn.rounds[0]
+    assert ran == (["Rome"] if finish == "tool_calls" else [])
+    assert [(c.name, c.arguments) for c in first.tool_calls] == [("get_weather", {"city": city})
+                                                                 for city in ran]
+    assert [(p["text"], p["in_reply"]) for p in first.problems] == [(t, False) for t in problems]
+    assert (first.content, first.finish_reason) == (content or "", finish)
+
+
 def test_content_that_is_a_number_fails_in_a_sentence(serve):
     server = serve(http(body=sse(chunk({"content": "A"}), chunk({"content": 42}, "stop"))))
     events = reply(server)
@@ -216,14 +296,21 @@ def test_usage_the_server_garbled_leaves_the_reply_whole(serve, usage, completio
 
 
 def test_a_tool_call_without_a_name_is_shown_as_a_problem_not_run(serve):
-    events = reply(serve(http(body=sse(
+    server = serve(http(body=sse(
         chunk({"tool_calls": [{"index": 0, "function": "get_weather"}]}),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "Paris"}'}}]},
-              "tool_calls")))))
+              "tool_calls"))))
+    events = reply(server)
     assert [e for e in events if type(e) is ToolCall] == []
     (problem,) = [e for e in events if type(e) is ParseProblem]
     assert problem.message == "the server sent a tool call with no function name"
     assert problem.text == '{"city": "Paris"}'
+    # Nothing a client could call: no tool_calls entry, so no "tool_calls" to look for one by.
+    assert end(events) == "stop"
+    with RemoteEngine(server.url, timeout=5) as engine:
+        (choice,) = engine.chat_completions(BODY)["choices"]
+    assert choice == {"index": 0, "finish_reason": "stop",
+                      "message": {"role": "assistant", "content": ""}}
 
 
 def test_a_finish_reason_that_is_not_text_still_finishes(serve):
