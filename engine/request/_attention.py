@@ -41,10 +41,51 @@ def _attention(q, k, v, *args, **kwargs):
     rows = q.shape[-2]
     if (below and 1 < rows < below and q.dtype in _HALF
             and q.size // q.shape[-1] * k.shape[-2] * 4 <= _SCORES_BYTES):
+        if (not args and kwargs.get("mask") == "causal" and kwargs.get("sinks") is None
+                and set(kwargs) <= {"scale", "mask", "sinks"}):  # (mlx-lm passes sinks=None)
+            return _causal(q, k, v, kwargs["scale"])
         out = _cudnn_attention(q.astype(mx.float32), k.astype(mx.float32),
                                v.astype(mx.float32), *args, **kwargs)
         return out.astype(q.dtype)
     return _cudnn_attention(q, k, v, *args, **kwargs)
+
+
+def _causal(q, k, v, scale: float):
+    """Causal attention with float32 scores in as few kernels as mlx allows: the scale and the
+    mask folded into one ``addmm``, the softmax in float32, its weights rounded to q's dtype
+    for the product with v, as a flash kernel rounds them. Six kernels a layer, where mlx's
+    own float32 composition over cast inputs takes twelve (each one's encoding costs host time
+    on CUDA, which a pass of a few rows does not hide)."""
+    batch, heads, rows, dim = q.shape
+    kv_heads, keys = k.shape[1], k.shape[2]
+    group = heads // kv_heads
+    # a kv head's query heads stacked as rows of one matrix (their order in mlx-lm's models),
+    # so both products are plain batched ones: no operand broadcast to the group
+    qs = q.astype(mx.float32).reshape(batch, kv_heads, group * rows, dim)
+    scores = mx.addmm(_causal_mask(rows, keys, group), qs,
+                      k.astype(mx.float32).swapaxes(-1, -2), alpha=scale)
+    weights = mx.softmax(scores, axis=-1).astype(q.dtype)
+    return (weights @ v).reshape(batch, heads, rows, -1)
+
+
+_MASK_KEPT_BYTES = 64 * 2**20
+"""The largest mask a thread keeps for the next layer and pass; past it each layer builds its
+own (a long last chunk after a long history: rare, and its matmuls dwarf the mask)."""
+
+
+def _causal_mask(rows: int, keys: int, group: int) -> mx.array:
+    """0 where a query row (the last ``rows`` of ``keys`` positions) sees a key, else the
+    lowest float32, for ``group`` heads' rows stacked: added to the scores. Built once a
+    pass, then shared by its layers."""
+    kept = getattr(_rows, "mask", None)
+    if kept is not None and kept[0] == (rows, keys, group):
+        return kept[1]
+    seen = mx.arange(keys)[None] <= mx.arange(keys - rows, keys)[:, None]
+    mask = mx.where(seen, mx.array(0, mx.float32), mx.array(mx.finfo(mx.float32).min, mx.float32))
+    if group > 1:
+        mask = mx.tile(mask, (group, 1))
+    _rows.mask = ((rows, keys, group), mask) if mask.nbytes <= _MASK_KEPT_BYTES else None
+    return mask
 
 
 def installed() -> bool:
@@ -81,3 +122,4 @@ def few_rows_composed(chunk_rows: int, *, force: bool = False) -> Iterator[bool]
         yield True
     finally:
         _rows.below = 0
+        _rows.mask = None

@@ -23,8 +23,28 @@ def _mlx(q, k, v, dtype):
     return out.astype(q.dtype)
 
 
-def _ours(q, k, v):
-    return mx.fast.scaled_dot_product_attention(q, k, v, scale=0.25, mask="causal")
+def _mlx_masked(q, k, v, mask):
+    return _float32(q, k, v, mask).astype(q.dtype)
+
+
+def _ours(q, k, v, mask="causal"):
+    return mx.fast.scaled_dot_product_attention(q, k, v, scale=0.25, mask=mask)
+
+
+def _float32(q, k, v, mask="causal"):
+    """Attention in float32 throughout, the reference each route is measured against."""
+    fast = _attention._cudnn_attention or mx.fast.scaled_dot_product_attention
+    return fast(q.astype(mx.float32), k.astype(mx.float32), v.astype(mx.float32), scale=0.25,
+                mask=mask)
+
+
+def _off(out, reference) -> float:
+    return mx.abs(out.astype(mx.float32) - reference).max().item()
+
+
+def _padded_causal(rows: int, keys: int = 40):
+    """A causal mask as an array, as a batch with left padding passes it."""
+    return mx.arange(keys)[None] <= mx.arange(keys - rows, keys)[:, None]
 
 
 def test_off_cuda_nothing_is_wrapped_unless_forced():
@@ -37,11 +57,16 @@ def test_off_cuda_nothing_is_wrapped_unless_forced():
 def test_passes_of_a_few_rows_attend_in_float32_on_that_thread_only():
     with few_rows_composed(8, force=True) as composing:
         assert composing and _attention.installed()
-        for rows in (2, 5, 7):  # fewer than a chunk's: float32, in mlx's own composition
+        for rows in (2, 5, 7):  # fewer than a chunk's: float32 scores
             q, k, v = _qkv(rows)
             out = _ours(q, k, v)
-            assert out.dtype == mx.bfloat16
-            assert mx.array_equal(out, _mlx(q, k, v, mx.float32)).item()
+            assert out.dtype == mx.bfloat16 and out.shape == q.shape
+            # as close to float32 attention as bf16 output allows (a mask off by one, or heads
+            # paired with the wrong kv head, is off by 0.3 or more)
+            assert _off(out, _float32(q, k, v)) < 0.006
+            # a mask given as an array (a padded batch's): mlx's own float32 composition
+            mask = _padded_causal(rows)
+            assert mx.array_equal(_ours(q, k, v, mask), _mlx_masked(q, k, v, mask)).item()
         for rows in (1, 8, 9):  # a decode step, a whole chunk: as mlx chooses, in bf16
             q, k, v = _qkv(rows)
             assert mx.array_equal(_ours(q, k, v), _mlx(q, k, v, mx.bfloat16)).item()
@@ -72,7 +97,66 @@ def test_a_score_matrix_past_the_budget_keeps_mlx_s_choice(monkeypatch):
         q, k, v = _qkv(5)
         assert mx.array_equal(_ours(q, k, v), _mlx(q, k, v, mx.bfloat16)).item()
         monkeypatch.setattr(_attention, "_SCORES_BYTES", 4 * 4 * 5 * 40)
-        assert mx.array_equal(_ours(q, k, v), _mlx(q, k, v, mx.float32)).item()
+        mask = _padded_causal(5)
+        assert mx.array_equal(_ours(q, k, v, mask), _mlx_masked(q, k, v, mask)).item()
+
+
+def test_the_causal_mask_is_built_once_a_pass_and_kept_only_while_small(monkeypatch):
+    with few_rows_composed(8, force=True):
+        q, k, v = _qkv(5)
+        first = _ours(q, k, v)
+        kept = _attention._rows.mask[1]
+        again = _ours(q, k, v)  # the next layer of the same pass
+        assert _attention._rows.mask[1] is kept and mx.array_equal(first, again).item()
+        q, k, v = _qkv(5, keys=41)  # the next pass: one key more
+        assert _off(_ours(q, k, v), _float32(q, k, v)) < 0.006
+        assert _attention._rows.mask[1] is not kept
+        assert _attention._rows.mask[1].shape == (2 * 5, 41)  # two heads a kv head
+
+        monkeypatch.setattr(_attention, "_MASK_KEPT_BYTES", 2 * 5 * 42 * 4 - 1)
+        q, k, v = _qkv(5, keys=42)
+        assert _off(_ours(q, k, v), _float32(q, k, v)) < 0.006
+        assert _attention._rows.mask is None
+    assert _attention._rows.mask is None  # not held past the engine's life
+
+
+def test_a_pass_with_attention_sinks_keeps_mlx_s_float32_composition():
+    with few_rows_composed(8, force=True):
+        q, k, v = _qkv(5)
+        sinks = mx.zeros((4,))
+        fast = _attention._cudnn_attention
+        expected = fast(q.astype(mx.float32), k.astype(mx.float32), v.astype(mx.float32),
+                        scale=0.25, mask="causal", sinks=sinks).astype(q.dtype)
+        out = mx.fast.scaled_dot_product_attention(q, k, v, scale=0.25, mask="causal",
+                                                   sinks=sinks)
+        assert mx.array_equal(out, expected).item()
+
+
+def test_the_engine_s_follow_up_passes_take_the_few_kernel_route(smollm2_path, monkeypatch):
+    """mlx-lm's models pass ``sinks=None`` with every call: the route must still be taken."""
+    from mlx_notebook.engine import Engine
+
+    monkeypatch.setattr(_attention, "_on_cuda", lambda: True)
+    taken = []
+    causal = _attention._causal
+    monkeypatch.setattr(_attention, "_causal", lambda *a: taken.append(a[0].shape) or causal(*a))
+    messages = [{"role": "user", "content": "Tell me about the moon in two sentences."}]
+    with Engine(str(smollm2_path), dtype="bfloat16", progress=False) as engine:
+        first = engine.chat_completions({"messages": messages, "max_tokens": 24,
+                                         "temperature": 0})
+        answer = first["choices"][0]["message"]["content"]
+        taken.clear()
+        messages += [{"role": "assistant", "content": answer},
+                     {"role": "user", "content": "And the sun?"}]
+        second = engine.chat_completions({"messages": messages, "max_tokens": 8,
+                                          "temperature": 0})
+    usage = second["usage"]
+    new = usage["prompt_tokens"] - usage["prompt_tokens_details"]["cached_tokens"]
+    assert 1 < new < 64
+    # the new part less its last token, in one pass of 30 layers of 9 heads (the last token
+    # is read with the first decode step)
+    assert taken == [(1, 9, new - 1, 64)] * 30
+    assert answer.startswith("The moon is a celestial body that orbits Earth")
 
 
 def test_mlx_notebook_serve_takes_the_switch():
