@@ -114,8 +114,8 @@ class EngineConfig:
     follow-up's new part, a short prompt, a prompt's last chunk) take cuDNN's attention, as
     mlx chooses. cuDNN builds a plan for each new shape (40-70 ms of host time on an H100's
     host), and a real conversation's passes are new shapes, so by default such a pass
-    computes its attention in float32 instead, composed by mlx with no plan
-    (``request/_attention.py``): its logits are then not mlx-lm's bit for bit, and at a
+    computes its attention with float32 scores instead, from matmuls and a softmax with no
+    plan (``request/_attention.py``): its logits are then not mlx-lm's bit for bit, and at a
     near-tie a greedy reply may differ from mlx_lm.server's on the GPU. No effect off CUDA."""
     reasoning_field: str = "reasoning"
     """Message key for reasoning text in responses: ``reasoning`` or ``reasoning_content``."""
