@@ -466,7 +466,13 @@ def _usage(turn: Turn, event: Any) -> None:
 
 
 def _finished(turn: Turn, event: Any) -> None:
-    turn._current_round().finish_reason = STOPPED if event.reason == "cancelled" else event.reason
+    round_ = turn._current_round()
+    reason = STOPPED if event.reason == "cancelled" else event.reason
+    if reason == "tool_calls" and not round_.tool_calls:
+        # A remote server's call whose arguments did not read (an API client still gets it):
+        # here nothing runs, and the round ends as a reply does.
+        reason = "stop"
+    round_.finish_reason = reason
     if event.reason == "cancelled":
         turn.interrupted = True
 

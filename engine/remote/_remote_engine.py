@@ -223,7 +223,10 @@ class RemoteEngine:
         such as its model's context), without sending it."""
         # (Only the model this engine was connected to is sent: another name would be
         # answered by it and labelled with the name asked for, so it is refused, as locally.)
-        return admit(body, kind=kind, config=self.config, accepted_models=frozenset({self.model}))
+        # (A tool call whose arguments are not JSON goes on as sent: it may be the server's own
+        # call, cut by its max_tokens and passed on by this engine, in a client's history.)
+        return admit(body, kind=kind, config=self.config, accepted_models=frozenset({self.model}),
+                     tool_arguments_as_sent=True)
 
     def submit(self, body: Mapping[str, Any], *, kind: str = "chat",
                on_event: Callable[[EngineEvent], None] | None = None) -> "RemoteHandle":

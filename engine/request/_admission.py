@@ -423,7 +423,7 @@ def _text_content(content, where: str) -> str:
     return "".join(parts)
 
 
-def _tool_calls(calls, where: str) -> list[dict]:
+def _tool_calls(calls, where: str, arguments_as_sent: bool = False) -> list[dict]:
     if not isinstance(calls, list):
         _fail(f"'{where}.tool_calls' must be a list.", f"{where}.tool_calls")
     out = []
@@ -440,6 +440,9 @@ def _tool_calls(calls, where: str) -> list[dict]:
             try:
                 args = json.loads(args) if args.strip() else {}
             except (ValueError, RecursionError) as exc:
+                if arguments_as_sent:  # (a remote server's own call, cut or broken, sent back)
+                    out.append(copy.deepcopy(dict(call)))
+                    continue
                 _fail(f"'{at}.arguments' is not valid JSON ({json_failure(exc)}).",
                       f"{at}.arguments")
             if isinstance(args, Mapping):
@@ -452,7 +455,7 @@ def _tool_calls(calls, where: str) -> list[dict]:
     return out
 
 
-def _message(message, i: int) -> dict:
+def _message(message, i: int, arguments_as_sent: bool = False) -> dict:
     where = f"messages[{i}]"
     if not isinstance(message, Mapping):
         _fail(f"'{where}' must be an object with 'role' and 'content'.", where)
@@ -473,7 +476,7 @@ def _message(message, i: int) -> dict:
         _fail(f"'{where}.tool_call_id' must be a string: the id of the call it answers.",
               f"{where}.tool_call_id")
     if "tool_calls" in message and message["tool_calls"] is not None:
-        out["tool_calls"] = _tool_calls(message["tool_calls"], where)
+        out["tool_calls"] = _tool_calls(message["tool_calls"], where, arguments_as_sent)
     # Accept reasoning under either name; templates (Qwen3, DeepSeek) read reasoning_content.
     for name in _REASONING_FIELDS:
         if message.get(name) is not None and not isinstance(message[name], str):
@@ -484,11 +487,11 @@ def _message(message, i: int) -> dict:
     return out
 
 
-def _messages(body) -> tuple[dict, ...]:
+def _messages(body, arguments_as_sent: bool = False) -> tuple[dict, ...]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         _fail("'messages' must be a non-empty list of messages.", "messages")
-    return tuple(_message(m, i) for i, m in enumerate(messages))
+    return tuple(_message(m, i, arguments_as_sent) for i, m in enumerate(messages))
 
 
 def _tools(body) -> tuple[dict, ...] | None:
@@ -773,11 +776,15 @@ def admit(
     config: EngineConfig,
     accepted_models: frozenset[str] | None = None,
     limits: ModelLimits = ModelLimits(),
+    tool_arguments_as_sent: bool = False,
 ) -> GenerationRequest:
     """Validate ``body`` (a chat-completions or completions dict) into a request.
 
     ``limits`` are the loaded model's (vocabulary, context); without them the token-id and
-    length checks fall back to what MLX itself can represent.
+    length checks fall back to what MLX itself can represent. ``tool_arguments_as_sent``: a
+    history's tool call whose arguments are not JSON is passed on as it is, for a remote
+    server to judge (the body is forwarded, and it may be the server's own cut call sent back);
+    a local model's chat template needs them as an object, so it is refused otherwise.
     """
     if kind not in ("chat", "completion"):
         raise EngineError(f"kind must be 'chat' or 'completion', not {kind!r}.")
@@ -791,7 +798,7 @@ def admit(
     logprobs, top_logprobs = _logprobs(body, kind, config, limits)
     reasoning_field = _reasoning_field(body, config)
     d = config.sampling_default
-    messages = _messages(body) if kind == "chat" else ()
+    messages = _messages(body, tool_arguments_as_sent) if kind == "chat" else ()
     continue_final, add_prompt = _continuation(body, kind, messages)
     tools = _tool_choice(body, _tools(body)) if kind == "chat" else None
     return GenerationRequest(

@@ -31,7 +31,7 @@ from typing import Iterator
 
 import mlx.core as mx
 
-__all__ = ["few_rows_composed", "installed"]
+__all__ = ["few_rows_composed", "forget_mask", "installed"]
 
 _rows = threading.local()
 """``below``: on an engine's thread, the row count under which attention is composed."""
@@ -76,14 +76,15 @@ def _causal(q, k, v, scale: float):
 
 
 _MASK_KEPT_BYTES = 64 * 2**20
-"""The largest mask a thread keeps for the next layer and pass; past it each layer builds its
-own (a long last chunk after a long history: rare, and its matmuls dwarf the mask)."""
+"""The largest mask a thread keeps for the next layer and pass while its engine works (an idle
+engine keeps none: ``forget_mask``); past it each layer builds its own (a long last chunk
+after a long history: rare, and its matmuls dwarf the mask)."""
 
 
 def _causal_mask(rows: int, keys: int, group: int) -> mx.array:
     """0 where a query row (the last ``rows`` of ``keys`` positions) sees a key, else the
     lowest float32, for ``group`` heads' rows stacked: added to the scores. Built once a
-    pass, then shared by its layers."""
+    pass, shared by its layers, and kept for a next pass of the same shape."""
     kept = getattr(_rows, "mask", None)
     if kept is not None and kept[0] == (rows, keys, group):
         return kept[1]
@@ -93,6 +94,11 @@ def _causal_mask(rows: int, keys: int, group: int) -> mx.array:
         mask = mx.tile(mask, (group, 1))
     _rows.mask = ((rows, keys, group), mask) if mask.nbytes <= _MASK_KEPT_BYTES else None
     return mask
+
+
+def forget_mask() -> None:
+    """Let go of this thread's kept mask (an idle engine holds no device memory for one)."""
+    _rows.mask = None
 
 
 def installed() -> bool:
@@ -129,4 +135,4 @@ def few_rows_composed(chunk_rows: int, *, force: bool = False) -> Iterator[bool]
         yield True
     finally:
         _rows.below = 0
-        _rows.mask = None
+        forget_mask()

@@ -28,7 +28,7 @@ from .._errors import EngineError, ModelStoreError
 from .._events import Error
 from .._upstream import quiet_length_warning
 from ..models._info import ModelInfo, describe_model
-from ._attention import few_rows_composed
+from ._attention import few_rows_composed, forget_mask
 from ._prompt_cache import PromptCache
 from ._job import Job, Outbox, reader_pace
 from ._scheduler import Scheduler
@@ -444,6 +444,7 @@ class EngineThread:
                     self._handle(inbox.get(timeout=hold), scheduler)
                 except Empty:
                     if scheduler.idle:
+                        forget_mask()
                         continue
             while not inbox.empty():
                 self._handle(inbox.get_nowait(), scheduler)

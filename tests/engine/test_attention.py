@@ -2,6 +2,7 @@
 each pass, checked against mlx's own attention in each dtype. Its point, no cuDNN plan per new
 shape, shows only on CUDA (benchmarks/bench_gpu.py); here the routing is what is tested."""
 import threading
+import time
 
 import mlx.core as mx
 
@@ -150,6 +151,8 @@ def test_the_engine_s_follow_up_passes_take_the_few_kernel_route(smollm2_path, m
                      {"role": "user", "content": "And the sun?"}]
         second = engine.chat_completions({"messages": messages, "max_tokens": 8,
                                           "temperature": 0})
+        time.sleep(0.3)  # idle: the engine lets go of the mask its passes shared
+        assert engine._thread.call(lambda: _attention._rows.mask) is None
     usage = second["usage"]
     new = usage["prompt_tokens"] - usage["prompt_tokens_details"]["cached_tokens"]
     assert 1 < new < 64

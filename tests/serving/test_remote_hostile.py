@@ -44,10 +44,12 @@ def http(status: int = 200, body: bytes = b"", content_type: str | None = "text/
 
 class HostileServer:
     """``GET /v1/models`` answers ``models`` (raw HTTP bytes); each POST takes the next of
-    ``answers``: raw bytes to send, or ``answer(sock)`` to write them as it likes."""
+    ``answers``: raw bytes to send, or ``answer(sock)`` to write them as it likes. ``bodies``:
+    the POSTs' bodies, as received."""
 
     def __init__(self, *answers, models: bytes | None = None):
         self._answers = list(answers)
+        self.bodies: list[bytes] = []
         self.closed_by_client = threading.Event()
         outer = self
 
@@ -59,11 +61,12 @@ class HostileServer:
                 while (line := reader.readline()) not in (b"\r\n", b"\n", b""):
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":")[1])
-                reader.read(length)
+                body = reader.read(length)
                 if method == b"GET":
                     self.request.sendall(models or http(body=b'{"data": [{"id": "m"}]}',
                                                         content_type="application/json"))
                     return
+                outer.bodies.append(body)
                 answer = outer._answers.pop(0) if len(outer._answers) > 1 else outer._answers[0]
                 try:
                     answer(self.request) if callable(answer) else self.request.sendall(answer)
@@ -236,7 +239,8 @@ def test_a_tool_call_whose_arguments_do_not_read_reaches_api_clients_as_sent(
 
     entries = [{"id": i, "type": "function", "function": {"name": "get_weather", "arguments": a}}
                for i, a in calls]
-    with RemoteEngine(serve(http(body=stream)).url, timeout=5) as engine:
+    server = serve(http(body=stream))
+    with RemoteEngine(server.url, timeout=5) as engine:
         (choice,) = engine.chat_completions(BODY)["choices"]
         assert choice == {"index": 0, "finish_reason": finish, "message": {
             "role": "assistant", "content": content, "tool_calls": entries}}
@@ -262,6 +266,23 @@ def test_a_tool_call_whose_arguments_do_not_read_reaches_api_clients_as_sent(
                         for item in response.output if item.type == "function_call"] == [
                     (i, "get_weather", a, "completed" if i == "c2" else "incomplete")
                     for i, a in calls]
+
+            # The loop's next request sends the calls back, as it got them, with their
+            # results: forwarded to the server, which judges its own arguments.
+            answers = [{"role": "tool", "tool_call_id": i, "content": "sunny"} for i, _ in calls]
+            client.chat.completions.create(model="m", messages=[
+                *BODY["messages"], message.model_dump(exclude_none=True), *answers])
+            sent = json.loads(server.bodies[-1])["messages"][1]["tool_calls"]
+            assert [c["function"]["arguments"] for c in sent] == [a for _, a in calls]
+            items = [item.model_dump(exclude_none=True) for item in whole.output
+                     if item.type == "function_call"]
+            client.responses.create(model="m", input=[
+                {"role": "user", "content": "Hi"}, *items,
+                *({"type": "function_call_output", "call_id": i, "output": "sunny"}
+                  for i, _ in calls)])
+            sent = json.loads(server.bodies[-1])["messages"]
+            assert [c["function"]["arguments"] for m in sent for c in m.get("tool_calls") or []
+                    ] == [a for _, a in calls]
 
     # The notebook runs only what reads; the turn shows the rest as a problem, not as content.
     turn, ran = weather_turn(serve(http(body=stream), http(body=sse(chunk({"content": "Sunny."},
@@ -293,6 +314,31 @@ def test_usage_the_server_garbled_leaves_the_reply_whole(serve, usage, completio
     assert (text(events), end(events)) == ("AB", "stop")
     (counted,) = [e for e in events if type(e) is Usage]
     assert counted.completion_tokens == completion_tokens
+
+
+def test_a_notebook_turn_whose_only_call_does_not_read_ends_as_a_reply(serve):
+    """An API client is told "tool_calls" (it gets the call, as sent); the notebook runs
+    nothing, so its round ends as a reply does, with the problem shown."""
+    stream = sse(chunk({"tool_calls": [{"index": 0, "id": "c0", "function": {
+        "name": "get_weather", "arguments": '{"city": Paris}'}}]}), chunk({}, "stop"))
+    with RemoteEngine(serve(http(body=stream)).url, timeout=5) as engine:
+        assert engine.chat_completions(BODY)["choices"][0]["finish_reason"] == "tool_calls"
+    turn, ran = weather_turn(serve(http(body=stream)).url)
+    (first,) = turn.rounds
+    assert (ran, first.tool_calls, first.finish_reason) == ([], [], "stop")
+    assert [p["text"] for p in first.problems] == ['{"city": Paris}']
+
+
+def test_a_local_model_still_refuses_tool_arguments_that_are_not_json(tiny_engine):
+    from mlx_notebook.engine import EngineRequestError
+
+    call = {"id": "c0", "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Par'}}
+    body = {"messages": [{"role": "user", "content": "Hi"},
+                         {"role": "assistant", "content": None, "tool_calls": [call]}]}
+    with pytest.raises(EngineRequestError, match=r"'messages\[1\]\.tool_calls\[0\]\.function"
+                                                 r"\.arguments' is not valid JSON"):
+        tiny_engine.admit(body)
 
 
 def test_a_tool_call_without_a_name_is_shown_as_a_problem_not_run(serve):
