@@ -18,9 +18,9 @@ untouched. ``EngineConfig.cudnn_for_few_rows`` keeps mlx's choice.
 Each kernel of such a pass costs host time to encode, which a pass of a few rows does not
 hide, so a causal pass (every pass of mlx-lm's models but a padded batch's) takes six kernels
 a layer (``_causal``) where mlx's own float32 composition over cast inputs takes twelve: on
-an H100 (2026-12-08) all 30 layers' attention of a 30-row pass over 8,000 keys took 3.5-3.8 ms
-against 5.2-7.9, and through the engine follow-ups came 0.5-6.6 ms sooner in seven of eight
-comparisons (docs/gpu-measurements.md).
+an H100 (2026-12-08) all 30 layers' attention of a 30-row pass over 8,000 keys took 3.5-3.6 ms
+against 5.2-7.1 (best of ten; medians 3.8-4.4 against 6.8-7.9), and through the engine
+follow-ups came 0.5-6.6 ms sooner in seven of eight comparisons (docs/gpu-measurements.md).
 """
 
 from __future__ import annotations
