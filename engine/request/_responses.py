@@ -101,6 +101,12 @@ def _usage(u: Usage | None) -> dict:
     return usage
 
 
+def _call_of(e: ToolCall | ParseProblem) -> ToolCall | UnreadToolCall:
+    """The tool call a client gets for ``e``: a parsed one, or a remote server's whose
+    arguments are not JSON."""
+    return e if type(e) is ToolCall else e.call
+
+
 def _sent_call(e: ToolCall | ParseProblem) -> tuple[ToolCall | UnreadToolCall, str]:
     """A tool call as a client gets it, and its arguments' text: JSON of those parsed, or
     those a remote server sent that are not JSON, as it sent them."""
@@ -188,7 +194,7 @@ def chat_completion(events, *, request: GenerationRequest, request_id: str, crea
     # between its reasoning and its calls are none; mlx_lm.server sends them); an empty
     # answer (a stop string at its start, a cancelled request) is "" (the server sends null).
     blank = not r.content.strip()
-    calls = sorted([*r.tool_calls, *r.unread_calls], key=lambda e: _sent_call(e)[0].index)
+    calls = sorted([*r.tool_calls, *r.unread_calls], key=lambda e: _call_of(e).index)
     message = {"role": "assistant", "content": None if calls and blank else r.content}
     if r.reasoning:
         message[request.reasoning_field] = r.reasoning
